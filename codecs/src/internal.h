@@ -1,0 +1,102 @@
+/* Private interface between the frame layer and the codec implementations. */
+#ifndef MPIUCC_INTERNAL_H
+#define MPIUCC_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mpiucc.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define MPIUCC_X86 1
+#else
+#define MPIUCC_X86 0
+#endif
+
+/* One codec. The frame layer has validated params (common fields) or the header
+ * (common fields and checksums) before any of these is called. */
+typedef struct {
+    /* Largest payload for n elements. */
+    size_t (*payload_bound)(const mpiucc_params *p, size_t n);
+    /* Codec-specific parameter checks (dtype, block size, levels, ...). */
+    mpiucc_status (*check_params)(const mpiucc_params *p);
+    /* Write the payload of n elements of src to out; when residual is not NULL, encode
+     * src + residual and store the new residual. Fill h->bound, param, block, aux. */
+    mpiucc_status (*encode)(const mpiucc_params *p, const void *src, void *residual, size_t n,
+                            uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h);
+    /* Codec-specific header checks (dtype, block, aux, payload_size against count). */
+    mpiucc_status (*check_header)(const mpiucc_header *h);
+    /* Decode h->count elements from the payload into dst (dst += decoded when add).
+     * Must never read past payload + h->payload_size nor write past dst + count. */
+    mpiucc_status (*decode)(const mpiucc_header *h, const uint8_t *payload, void *dst, int add);
+} mpiucc_codec_impl;
+
+/* Implementations; NULL entries of the table are codecs not built. */
+extern const mpiucc_codec_impl *const mpiucc_codec_table[MPIUCC_CODEC_COUNT_];
+extern const mpiucc_codec_impl mpiucc_raw_impl;
+extern const mpiucc_codec_impl mpiucc_ebq_impl;
+extern const mpiucc_codec_impl mpiucc_fp16_impl;
+extern const mpiucc_codec_impl mpiucc_bf16_impl;
+extern const mpiucc_codec_impl mpiucc_int8_impl;
+extern const mpiucc_codec_impl mpiucc_int4_impl;
+extern const mpiucc_codec_impl mpiucc_sign_impl;
+extern const mpiucc_codec_impl mpiucc_qsgd_impl;
+extern const mpiucc_codec_impl mpiucc_topk_impl;
+
+/* The SIMD level in force (cached after the first call). */
+mpiucc_simd mpiucc_simd_now(void);
+
+/* ---- little-endian loads and stores ---- */
+static inline void mpiucc_put_u32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline uint32_t mpiucc_get_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void mpiucc_put_u64(uint8_t *p, uint64_t v) {
+    mpiucc_put_u32(p, (uint32_t)v); mpiucc_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint64_t mpiucc_get_u64(const uint8_t *p) {
+    return (uint64_t)mpiucc_get_u32(p) | (uint64_t)mpiucc_get_u32(p + 4) << 32;
+}
+static inline void mpiucc_put_f64(uint8_t *p, double v) {
+    uint64_t u; memcpy(&u, &v, 8); mpiucc_put_u64(p, u);
+}
+static inline double mpiucc_get_f64(const uint8_t *p) {
+    uint64_t u = mpiucc_get_u64(p); double v; memcpy(&v, &u, 8); return v;
+}
+
+/* ---- half-precision conversions (round to nearest even; NaN stays NaN) ---- */
+static inline float mpiucc_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t mpiucc_f32_to_bf16(float f) {
+    uint32_t u; memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+float mpiucc_f16_to_f32(uint16_t h);
+uint16_t mpiucc_f32_to_f16(float f); /* overflow gives +-Inf: callers saturate first */
+
+/* Element i of an array of a float dtype, widened to double, and the reverse (narrowing
+ * rounds to nearest even). For the generic paths; SIMD paths handle their dtypes inline. */
+static inline double mpiucc_load(mpiucc_dtype t, const void *p, size_t i) {
+    switch (t) {
+    case MPIUCC_DTYPE_F32: return ((const float *)p)[i];
+    case MPIUCC_DTYPE_F64: return ((const double *)p)[i];
+    case MPIUCC_DTYPE_F16: return mpiucc_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return mpiucc_bf16_to_f32(((const uint16_t *)p)[i]);
+    }
+}
+static inline void mpiucc_store(mpiucc_dtype t, void *p, size_t i, double v) {
+    switch (t) {
+    case MPIUCC_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+    case MPIUCC_DTYPE_F64: ((double *)p)[i] = v; break;
+    case MPIUCC_DTYPE_F16: ((uint16_t *)p)[i] = mpiucc_f32_to_f16((float)v); break;
+    default: ((uint16_t *)p)[i] = mpiucc_f32_to_bf16((float)v); break;
+    }
+}
+
+#endif /* MPIUCC_INTERNAL_H */
