@@ -99,4 +99,22 @@ static inline void mpiucc_store(mpiucc_dtype t, void *p, size_t i, double v) {
     }
 }
 
+/* ---- counter-based random numbers for stochastic rounding ----
+ * Element i of an array gets the same number for the same seed, whatever the SIMD path or the
+ * chunking: r = hash32((uint32_t)i + key), key = mpiucc_random_key(seed, i >> 32). */
+static inline uint32_t mpiucc_hash32(uint32_t x) { /* a bijective integer mixer */
+    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+    return x;
+}
+static inline uint32_t mpiucc_random_key(uint64_t seed, uint64_t high) {
+    return mpiucc_hash32((uint32_t)seed ^ mpiucc_hash32((uint32_t)(seed >> 32) ^ (uint32_t)high));
+}
+static inline uint32_t mpiucc_random_u32(uint64_t seed, uint64_t i) {
+    return mpiucc_hash32((uint32_t)i + mpiucc_random_key(seed, i >> 32));
+}
+/* Uniform in [0, 1) with 24 bits, exact in float. */
+static inline float mpiucc_random_unit(uint64_t seed, uint64_t i) {
+    return (float)(mpiucc_random_u32(seed, i) >> 8) * (1.0f / 16777216.0f);
+}
+
 #endif /* MPIUCC_INTERNAL_H */
