@@ -93,8 +93,7 @@ typedef enum {
 
 /* Frame flags (header byte 7). Bits not named here are reserved and must be zero. */
 #define MPIUCC_FLAG_PAYLOAD_CHECKSUM 0x01u /* the header carries a CRC-32C of the payload */
-#define MPIUCC_FLAG_EXACT_GRID 0x02u       /* ebq: |x - q*step| <= bound in exact arithmetic too */
-#define MPIUCC_FLAGS_KNOWN_ 0x03u
+#define MPIUCC_FLAGS_KNOWN_ 0x01u
 
 /* What to compress and how. Start from MPIUCC_PARAMS_INIT; reserved fields must stay zero. */
 typedef struct {
