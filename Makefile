@@ -3,12 +3,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CBUILD ?= build/c
 CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DMPIUCC_WERROR=ON
+endif
 
 .PHONY: demo test test-c test-py build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
@@ -25,12 +27,12 @@ test-c: $(VENV)/.deps
 test-py: build
 	$(PY) -m pytest -q tests
 
-demo: build test-c
-	$(PY) -m pycodecs.bench
+demo: build
+	$(PY) bench/codec_bench.py
 
 bench: build test-c
 	$(CBUILD)/mpiucc_bench
-	$(PY) -m pycodecs.bench
+	$(PY) bench/codec_bench.py
 
 lint: $(VENV)/.deps
 	$(VENV)/bin/ruff check codecs pycomm tests bench
