@@ -1,0 +1,29 @@
+"""Compressed collectives on mpi4py communicators (numpy arrays and CPU torch tensors).
+
+No torch import here: tensors are taken as buffers.
+"""
+
+from pycomm.collectives._channel import Request, SettingsMismatchError
+from pycomm.collectives._spec import CodecSpec
+from pycomm.collectives.allreduce import allreduce, iallreduce
+from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
+from pycomm.collectives.p2p import irecv, isend, recv, send
+from pycomm.collectives.reduce_scatter import ireduce_scatter, reduce_scatter
+
+__all__ = [
+    "CodecSpec",
+    "Request",
+    "SettingsMismatchError",
+    "allgather",
+    "allreduce",
+    "bcast",
+    "iallgather",
+    "iallreduce",
+    "ibcast",
+    "irecv",
+    "ireduce_scatter",
+    "isend",
+    "recv",
+    "reduce_scatter",
+    "send",
+]

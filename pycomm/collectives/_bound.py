@@ -1,0 +1,40 @@
+"""The error budget of the error-bounded allreduce.
+
+Each rank quantizes x_i onto one grid of step 2e with |x_i - y_i| <= e for its decoded value
+y_i = fl(q_i * step) (the codec verifies this element by element). The integer sum Q of the q_i
+is exact; the result is fl(Q * step), divided by N for a mean. In exact arithmetic
+
+    |sum x_i - Q*step| <= N*e + sum_i |y_i - q_i*step| <= N*e + N*u*(M + e)
+
+where M bounds |x_i| and u is the unit roundoff of the dtype (plus the double product's). The
+final rounding adds u*N*(M + e), the mean's division u*(M + E), and outliers (NaN, Inf, or an
+element the grid cannot meet, sent exactly) are added in the dtype along the ring, at most N-1
+roundings of at most u*N*(M + e) each. ``rank_bound`` picks the largest e that keeps the total
+within the user's bound E, or returns None when the dtype cannot meet E at this magnitude.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DOUBLE_ROUNDOFF = 2.0**-53
+# Index range kept well inside the codec's own limit (|q| < 2^24), so no element overflows.
+MAX_INDEX = 2.0**22
+
+
+def unit_roundoff(dtype: np.dtype) -> float:
+    return float(np.finfo(dtype).eps) / 2 + DOUBLE_ROUNDOFF
+
+
+def rank_bound(
+    bound: float, ranks: int, magnitude: float, mean: bool, dtype: np.dtype
+) -> float | None:
+    """Per-rank bound e for a final bound ``bound`` on the sum (or the mean, if ``mean``)."""
+    u, n = unit_roundoff(dtype), float(ranks)
+    target = bound * n if mean else bound  # the budget of the undivided sum
+    rounding = (n * n + 2 * n) * u  # per-rank, final and ring roundings, per unit of (M + e)
+    slack = target - rounding * magnitude - (n * u * (magnitude + bound) if mean else 0.0)
+    e = slack / (n + rounding * n) * (1 - 2.0**-30)
+    if not (e > 0 and np.isfinite(e)) or magnitude / e >= MAX_INDEX:
+        return None
+    return e
