@@ -1,18 +1,22 @@
 """pycomm's compressed collectives under mpiexec on 2, 3 and 4 ranks."""
 
+from pathlib import Path
+
 import pytest
-from conftest import run_mpi
+from mpi_launch import run_mpi
+
+SCRIPTS = Path(__file__).parent / "mpi"
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 4])
 def test_allreduce_and_reduce_scatter(ranks: int) -> None:
-    assert "passed" in run_mpi("check_allreduce.py", ranks)
+    assert "passed" in run_mpi(SCRIPTS / "check_allreduce.py", ranks)
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_allgather_bcast_p2p(ranks: int) -> None:
-    assert "passed" in run_mpi("check_gather_p2p.py", ranks)
+    assert "passed" in run_mpi(SCRIPTS / "check_gather_p2p.py", ranks)
 
 
 def test_single_rank() -> None:
-    assert "passed" in run_mpi("check_allreduce.py", 1)
+    assert "passed" in run_mpi(SCRIPTS / "check_allreduce.py", 1)
