@@ -108,7 +108,8 @@ def main() -> None:
                     check_quantizer(codec, n, "mean", algorithm)
     check_nonblocking()
     check_reduce_scatter()
-    check_mismatch()
+    if SIZE > 1:  # one rank cannot disagree with itself
+        check_mismatch()
     COMM.Barrier()
     if RANK == 0:
         print("allreduce checks passed on", SIZE, "ranks")
