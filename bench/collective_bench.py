@@ -17,7 +17,7 @@ import pycodecs
 from mpi4py import MPI
 
 import pycomm
-from pycomm.collectives import allreduce as ar
+from pycomm.collectives import _allreduce as ar
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()

@@ -3,12 +3,12 @@
 No torch import here: tensors are taken as buffers.
 """
 
+from pycomm.collectives._allreduce import allreduce, iallreduce
 from pycomm.collectives._channel import Request, SettingsMismatchError
+from pycomm.collectives._gather import allgather, bcast, iallgather, ibcast
+from pycomm.collectives._p2p import irecv, isend, recv, send
+from pycomm.collectives._reduce_scatter import ireduce_scatter, reduce_scatter
 from pycomm.collectives._spec import CodecSpec
-from pycomm.collectives.allreduce import allreduce, iallreduce
-from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
-from pycomm.collectives.p2p import irecv, isend, recv, send
-from pycomm.collectives.reduce_scatter import ireduce_scatter, reduce_scatter
 
 __all__ = [
     "CodecSpec",
