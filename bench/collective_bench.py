@@ -124,7 +124,8 @@ def phases(args) -> None:
     e_kw = dict(codec="ebq", error_bound=args.bound * float(np.ptp(x)) / SIZE, mode="abs")
     reps = 3
     frames = []
-    t_comp = timed(lambda: frames.append(ar._first(x, e_kw, comm, "ring")), reps)
+    job = ar._Job(comm, e_kw, "ring", None, pycomm.CommStats())
+    t_comp = timed(lambda: frames.append(job.first(x, 0, n)), reps)
     got = []
     t_wire = timed(lambda: got.append(ar._exchange(comm, list(frames[-1]), x, e_kw, "ring")), reps)
     t_dec = timed(lambda: ar._decode_into(got[-1], y, "ring", "ebq"), reps)

@@ -6,6 +6,7 @@ submodules that import torch themselves.
 
 from pycomm.collectives import (
     CodecSpec,
+    CommStats,
     Request,
     SettingsMismatchError,
     allgather,
@@ -24,6 +25,7 @@ from pycomm.collectives import (
 
 __all__ = [
     "CodecSpec",
+    "CommStats",
     "Request",
     "SettingsMismatchError",
     "allgather",

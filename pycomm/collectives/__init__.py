@@ -9,9 +9,11 @@ from pycomm.collectives._gather import allgather, bcast, iallgather, ibcast
 from pycomm.collectives._p2p import irecv, isend, recv, send
 from pycomm.collectives._reduce_scatter import ireduce_scatter, reduce_scatter
 from pycomm.collectives._spec import CodecSpec
+from pycomm.collectives._stats import CommStats
 
 __all__ = [
     "CodecSpec",
+    "CommStats",
     "Request",
     "SettingsMismatchError",
     "allgather",

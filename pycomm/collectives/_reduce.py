@@ -39,14 +39,26 @@ def reduction_kwargs(
     return dict(spec.codec_kwargs(), error_bound=e, mode="abs")
 
 
-def first_frames(part: np.ndarray, kw: dict, size: int, rank: int) -> list:
+def compress(x: np.ndarray, kw: dict, residual: np.ndarray | None = None) -> bytearray:
+    """One frame of x, with error feedback into residual when one is given."""
+    if residual is None:
+        return pycodecs.compress(x, **kw)
+    return pycodecs.compress_ef(x, residual, **kw)
+
+
+def first_frames(
+    part: np.ndarray, kw: dict, size: int, rank: int, residual: np.ndarray | None = None
+) -> list:
     """The frames of ``part``'s chunks that a rank makes before the ring starts."""
     bounds = chunk_bounds(part.size, size)
     if kw["codec"] == "ebq":  # every chunk once: the ring adds frames, never raw data
-        return [pycodecs.compress(part[lo:hi], **kw) for lo, hi in bounds]
+        res = [None] * size if residual is None else [residual[lo:hi] for lo, hi in bounds]
+        return [compress(part[lo:hi], kw, r) for (lo, hi), r in zip(bounds, res, strict=True)]
+    if residual is not None:
+        raise ValueError("error feedback with a quantizer needs the allgather algorithm")
     frames: list = [None] * size  # quantizers: the chunk sent first; the ring adds raw chunks
     lo, hi = bounds[rank]
-    frames[rank] = pycodecs.compress(part[lo:hi], **kw)
+    frames[rank] = compress(part[lo:hi], kw)
     return frames
 
 

@@ -63,6 +63,29 @@ def check_nonblocking() -> None:
     assert np.array_equal(got, want), "non-blocking result differs from blocking"
 
 
+def check_error_feedback() -> None:
+    """With residuals, sum over steps of the results tracks the sum of inputs (no drift)."""
+    n, steps = 20_000, 6
+    for codec, kw in (("ebq", {"error_bound": 1e-3, "mode": "rel"}), ("int8", {}), ("sign", {})):
+        if not available(codec):
+            continue
+        residual = np.zeros(n, np.float32)
+        sent = np.zeros(n, np.float64)
+        got = np.zeros(n, np.float64)
+        stats = pycomm.CommStats()
+        for step in range(steps):
+            x = np.random.default_rng(100 * step + RANK).standard_normal(n).astype(np.float32)
+            y = pycomm.allreduce(x, codec=codec, op="sum", residual=residual, stats=stats, **kw)
+            same_everywhere(y, f"EF {codec} step {step}")
+            sent += everyone(x).astype(np.float64).sum(0)
+            got += y
+        # What is still missing is exactly what the residuals hold (up to float rounding).
+        missing = everyone(residual).astype(np.float64).sum(0)
+        drift = np.max(np.abs(sent - got - missing))
+        assert drift <= 1e-3 * np.max(np.abs(sent)), f"EF {codec}: drift {drift}"
+        assert stats.calls == steps and stats.wire_bytes < stats.raw_bytes, stats
+
+
 def check_reduce_scatter() -> None:
     m = 1001
     x = data("normal", m * SIZE, np.float32)
@@ -107,6 +130,7 @@ def main() -> None:
                 for n in (0, 1, 40_001):
                     check_quantizer(codec, n, "mean", algorithm)
     check_nonblocking()
+    check_error_feedback()
     check_reduce_scatter()
     if SIZE > 1:  # one rank cannot disagree with itself
         check_mismatch()
