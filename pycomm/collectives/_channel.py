@@ -83,6 +83,10 @@ class Request:
     def test(self) -> bool:
         return self._future.done()
 
+    def add_done_callback(self, fn: Callable[[Request], Any]) -> None:
+        """Call fn(self) once the operation is done (on the thread that completes it)."""
+        self._future.add_done_callback(lambda _: fn(self))
+
 
 def submit(ch: Channel, fn: Callable[[MPI.Comm], Any]) -> Request:
     """Run fn(ch.async_comm) on the channel's communication thread, in call order."""

@@ -80,9 +80,16 @@ def ring_reduce(comm: MPI.Comm, frames: list, part: np.ndarray, kw: dict) -> obj
     return ring_reduce_scatter(comm, frames, combine)
 
 
+def same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two flat views are the very same memory (in-place operation)."""
+    return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
+
+
 def plain_allreduce(a: np.ndarray, res: np.ndarray, comm: MPI.Comm, op: str, wide: bool) -> None:
     """Uncompressed allreduce into res; ``wide`` sums float32 in float64 and rounds once."""
     size = comm.Get_size()
+    if not same_buffer(a, res) and np.shares_memory(a, res):
+        raise ValueError("out overlaps x without being x itself")
     if wide and a.dtype == np.float32:
         acc = a.astype(np.float64)
         comm.Allreduce(MPI.IN_PLACE, acc, op=MPI.SUM)
@@ -90,6 +97,6 @@ def plain_allreduce(a: np.ndarray, res: np.ndarray, comm: MPI.Comm, op: str, wid
             acc /= size
         res[...] = acc
         return
-    comm.Allreduce(a, res, op=MPI.SUM)
+    comm.Allreduce(MPI.IN_PLACE if same_buffer(a, res) else a, res, op=MPI.SUM)
     if op == "mean":
         np.divide(res, size, out=res)
