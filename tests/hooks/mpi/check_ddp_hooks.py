@@ -21,13 +21,13 @@ STEPS = 30
 
 
 class Net(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, unused: bool) -> None:
         super().__init__()
         self.body = torch.nn.Sequential(
             torch.nn.Linear(32, 256), torch.nn.GELU(), torch.nn.Linear(256, 256), torch.nn.GELU()
         )
         self.head = torch.nn.Linear(256, 4)
-        self.unused = torch.nn.Linear(3, 3)
+        self.unused = torch.nn.Linear(3, 3) if unused else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.body(x))
@@ -35,7 +35,7 @@ class Net(torch.nn.Module):
 
 def train(hook=None, state=None, dtype=torch.float32, **ddp_kw) -> list[float]:
     torch.manual_seed(0)
-    model = Net().to(dtype)
+    model = Net(ddp_kw.get("find_unused_parameters", False)).to(dtype)
     ddp = DDP(model, bucket_cap_mb=0.05, **ddp_kw)  # several buckets
     if hook is not None:
         ddp.register_comm_hook(state, hook)
@@ -46,11 +46,11 @@ def train(hook=None, state=None, dtype=torch.float32, **ddp_kw) -> list[float]:
     for step in range(STEPS):
         x = torch.randn(64, 32, generator=g)
         y = (x @ target_w).to(dtype)
+        opt.zero_grad()
         if step == 3:  # gradient accumulation without communication, then one step with it
             with ddp.no_sync():
                 torch.nn.functional.mse_loss(ddp(x.to(dtype)), y).backward()
         loss = torch.nn.functional.mse_loss(ddp(x.to(dtype)), y)
-        opt.zero_grad(set_to_none=False) if step != 3 else None
         loss.backward()
         opt.step()
         losses.append(float(loss))
