@@ -17,7 +17,7 @@ from pycomm.distributed.hooks import (
 )
 
 RANK, SIZE = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
-STEPS = 30
+STEPS = 60
 
 
 class Net(torch.nn.Module):
