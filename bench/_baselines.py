@@ -13,7 +13,6 @@ from collections.abc import Callable
 from importlib import metadata
 
 import numpy as np
-
 from _common import Row, measure
 
 GROUP = "baselines"
@@ -44,8 +43,16 @@ def torch_rows(x: np.ndarray, reps: int) -> list[Row]:
 
     for name, dtype in (("torch x.half()", torch.float16), ("torch x.bfloat16()", torch.bfloat16)):
         rows.append(
-            measure(name, x, cast(dtype), lambda h: h.float().numpy(), lambda h: 2 * n, reps,
-                    group=GROUP, note=note)  # fmt: skip
+            measure(
+                name,
+                x,
+                cast(dtype),
+                lambda h: h.float().numpy(),
+                lambda h: 2 * n,
+                reps,
+                group=GROUP,
+                note=note,
+            )
         )
 
     # Deprecated in torch 2.13 but still the stock way; warn once here, not in every call.
@@ -73,8 +80,16 @@ def torch_rows(x: np.ndarray, reps: int) -> list[Row]:
         return (np.unpackbits(bits, count=n).astype(np.float32) * 2 - 1) * np.float32(s)
 
     rows.append(
-        measure("torch.sign + mean|x| (packbits)", x, sign_compress, sign_decompress,
-                lambda c: c[0].nbytes + 4, reps, group=GROUP, note=note)  # fmt: skip
+        measure(
+            "torch.sign + mean|x| (packbits)",
+            x,
+            sign_compress,
+            sign_decompress,
+            lambda c: c[0].nbytes + 4,
+            reps,
+            group=GROUP,
+            note=note,
+        )
     )
     return rows
 
@@ -86,9 +101,16 @@ def zfp_row(x: np.ndarray, bound: float, reps: int) -> Row:
     except ImportError as e:
         return _missing(name, "zfpy", e)
     return measure(
-        name, x, lambda: zfpy.compress_numpy(x, tolerance=bound), zfpy.decompress_numpy, len,
-        reps, bound=bound, group=GROUP, note=_version("zfpy"),
-    )  # fmt: skip
+        name,
+        x,
+        lambda: zfpy.compress_numpy(x, tolerance=bound),
+        zfpy.decompress_numpy,
+        len,
+        reps,
+        bound=bound,
+        group=GROUP,
+        note=_version("zfpy"),
+    )
 
 
 def sz3_row(x: np.ndarray, bound: float, reps: int) -> Row:
@@ -102,10 +124,16 @@ def sz3_row(x: np.ndarray, bound: float, reps: int) -> Row:
     cfg.absErrorBound = bound
     cfg.openmp = False
     return measure(
-        name, x, lambda: pysz.sz.compress(x, cfg)[0],
-        lambda z: pysz.sz.decompress(z, np.float32, x.shape)[0], lambda z: z.nbytes,
-        reps, bound=bound, group=GROUP, note=_version("pysz"),
-    )  # fmt: skip
+        name,
+        x,
+        lambda: pysz.sz.compress(x, cfg)[0],
+        lambda z: pysz.sz.decompress(z, np.float32, x.shape)[0],
+        lambda z: z.nbytes,
+        reps,
+        bound=bound,
+        group=GROUP,
+        note=_version("pysz"),
+    )
 
 
 def numcodecs_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:
@@ -122,16 +150,28 @@ def numcodecs_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:
     quant = Quantize(digits=digits, dtype="<f4")
     return [
         measure(
-            "numcodecs Blosc zstd (lossless)", x, lambda: blosc.encode(x),
-            lambda c: np.frombuffer(blosc.decode(c), dtype=np.float32), len, reps,
-            bound=0.0, group=GROUP, note=note,
+            "numcodecs Blosc zstd (lossless)",
+            x,
+            lambda: blosc.encode(x),
+            lambda c: np.frombuffer(blosc.decode(c), dtype=np.float32),
+            len,
+            reps,
+            bound=0.0,
+            group=GROUP,
+            note=note,
         ),
         measure(
-            f"numcodecs Quantize({digits}) + Blosc", x, lambda: blosc.encode(quant.encode(x)),
-            lambda c: quant.decode(blosc.decode(c)), len, reps,
-            bound=bound, group=GROUP, note=note,
+            f"numcodecs Quantize({digits}) + Blosc",
+            x,
+            lambda: blosc.encode(quant.encode(x)),
+            lambda c: quant.decode(blosc.decode(c)),
+            len,
+            reps,
+            bound=bound,
+            group=GROUP,
+            note=note,
         ),
-    ]  # fmt: skip
+    ]
 
 
 def all_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:

@@ -19,9 +19,8 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import _baselines
+import numpy as np
 from _common import Row, Table, best_time, fill_error, load_input, measure, per_call_us
 
 QUANTIZERS = ("fp16", "bf16", "int8", "int4", "sign", "qsgd", "topk")
@@ -71,6 +70,18 @@ def probe(pc, codec: str, kw: dict, x: np.ndarray) -> str | None:
     return None
 
 
+def compressor(pc, x: np.ndarray, codec: str, kw: dict, buf: bytearray, residual):
+    """A no-argument compress call into buf; with error feedback when residual is given."""
+    if residual is None:
+        return lambda: pc.compress(x, codec, out=buf, **kw)
+
+    def comp():
+        f = pc.compress_ef(x, residual, codec, out=buf, **kw)
+        return f[0] if isinstance(f, tuple) else f
+
+    return comp
+
+
 def mpiucc_rows(pc, x: np.ndarray, names: list, reps: int) -> tuple[list[Row], list[str]]:
     rows, skipped = [], []
     levels = ["generic", "avx2"]
@@ -92,18 +103,18 @@ def mpiucc_rows(pc, x: np.ndarray, names: list, reps: int) -> tuple[list[Row], l
             for level in levels:
                 if pc.set_simd_level(level) != level:
                     continue
-                if ef:
-                    def comp(codec=codec, kw=kw, residual=residual, buf=buf):
-                        f = pc.compress_ef(x, residual, codec, out=buf, **kw)
-                        return f[0] if isinstance(f, tuple) else f
-                else:
-                    def comp(codec=codec, kw=kw, buf=buf):
-                        return pc.compress(x, codec, out=buf, **kw)
+                comp = compressor(pc, x, codec, kw, buf, residual if ef else None)
 
                 row = measure(
-                    name, x, comp, lambda f: pc.decompress(f, out=y), len, reps,
-                    simd=level, group="mpiucc (pycodecs)",
-                )  # fmt: skip
+                    name,
+                    x,
+                    comp,
+                    lambda f: pc.decompress(f, out=y),
+                    len,
+                    reps,
+                    simd=level,
+                    group="mpiucc (pycodecs)",
+                )
                 residual[:] = 0  # the frame measured for errors starts from a zero residual
                 frame = bytes(comp())
                 fill_error(row, x, pc.decompress(frame, out=y), pc.header(frame).bound)
@@ -122,8 +133,15 @@ def memcpy_row(x: np.ndarray, reps: int) -> Row:
     t_c = best_time(lambda: np.copyto(dst, x), 3 * reps)
     t_d = best_time(lambda: np.copyto(back, dst), 3 * reps)
     mb = x.nbytes / 1e6
-    return Row("memcpy (limit)", comp_MBps=mb / t_c, decomp_MBps=mb / t_d, ratio=1.0,
-               frame_bytes=x.nbytes, max_abs_err=0.0, psnr_db=math.inf)  # fmt: skip
+    return Row(
+        "memcpy (limit)",
+        comp_MBps=mb / t_c,
+        decomp_MBps=mb / t_d,
+        ratio=1.0,
+        frame_bytes=x.nbytes,
+        max_abs_err=0.0,
+        psnr_db=math.inf,
+    )
 
 
 def overhead_lines(pc, quick: bool) -> list[str]:
@@ -138,10 +156,18 @@ def overhead_lines(pc, quick: bool) -> list[str]:
             buf = bytearray(pc.compress_bound(n, "float32", codec, **kw))
             frame = bytes(pc.compress(x, codec, **kw))
             y = np.empty_like(x)
-            calls.append((f"pycodecs.compress {codec} out=", {n: lambda x=x, b=buf, c=codec,
-                          k=kw: pc.compress(x, c, out=b, **k)}))  # fmt: skip
-            calls.append((f"pycodecs.decompress {codec} out=", {n: lambda f=frame, y=y:
-                          pc.decompress(f, out=y)}))  # fmt: skip
+            calls.append(
+                (
+                    f"pycodecs.compress {codec} out=",
+                    {n: lambda x=x, b=buf, c=codec, k=kw: pc.compress(x, c, out=b, **k)},
+                )
+            )
+            calls.append(
+                (
+                    f"pycodecs.decompress {codec} out=",
+                    {n: lambda f=frame, y=y: pc.decompress(f, out=y)},
+                )
+            )
     try:
         import torch
 
@@ -190,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     x, source = load_input(args.file, args.n, generate)
     abs_bound = bounds[0] * float(x.max() - x.min())
     simd = f"cpu {pc.simd_level()}" if pc else "pycodecs missing"
-    table = Table(f"codec_bench: {source}, {x.nbytes / 1e6:.1f} MB, range [{x.min():.4g}, "
-                  f"{x.max():.4g}], best of {args.reps}, {simd}")  # fmt: skip
+    table = Table(
+        f"codec_bench: {source}, {x.nbytes / 1e6:.1f} MB, range [{x.min():.4g}, "
+        f"{x.max():.4g}], best of {args.reps}, {simd}"
+    )
     table.add(memcpy_row(x, args.reps))
     skipped: list[str] = []
     if pc is not None:

@@ -194,7 +194,7 @@ static void print_header(const options *o) {
         printf("engine,simd,comp_MBps,decomp_MBps,ratio,frame_bytes,max_abs_err,bound,"
                "err_over_bound,psnr_db\n");
     else
-        printf("%-28s %-7s %10s %11s %8s %12s %9s %8s\n", "engine", "simd", "comp MB/s",
+        printf("%-32s %-7s %10s %11s %8s %12s %9s %8s\n", "engine", "simd", "comp MB/s",
                "decomp MB/s", "ratio", "max abs err", "err/bound", "PSNR dB");
 }
 
@@ -212,7 +212,7 @@ static void print_row(const options *o, const bench_state *b, const char *engine
     }
     if (rel != rel) strcpy(relbuf, "-");
     if (isfinite(r->psnr)) snprintf(psnrbuf, sizeof psnrbuf, "%.1f", r->psnr);
-    printf("%-28s %-7s %10.1f %11.1f %8.2f %12.3g %9s %8s%s\n", engine, simd, mb / r->comp_s,
+    printf("%-32s %-7s %10.1f %11.1f %8.2f %12.3g %9s %8s%s\n", engine, simd, mb / r->comp_s,
            mb / r->decomp_s, ratio, r->max_err, relbuf, psnrbuf, note);
 }
 
