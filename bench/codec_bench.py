@@ -24,6 +24,11 @@ import numpy as np
 from _common import Row, Table, best_time, fill_error, load_input, measure, per_call_us
 
 QUANTIZERS = ("fp16", "bf16", "int8", "int4", "sign", "qsgd", "topk")
+# levels has no default for these two: the usual choices (as in the C bench)
+QUANTIZER_KW = {
+    "qsgd": ({"levels": 7, "rounding": "stochastic", "seed": 1}, " s=7"),
+    "topk": ({"levels": 3}, " k=3/block"),
+}
 UNSUPPORTED = 9  # MPIUCC_ERR_UNSUPPORTED, pinned in mpiucc.h
 
 
@@ -55,7 +60,8 @@ def engines(codecs: list[str], bounds: list[float]) -> list[tuple[str, str, dict
                         out.append((f"ebq {level}/{pred} rel={rel:g} +ef", "ebq", kw, True))
     for q in QUANTIZERS:
         if q in codecs:
-            out += [(q, q, {}, False), (f"{q} +ef", q, {}, True)]
+            kw, what = QUANTIZER_KW.get(q, ({}, ""))
+            out += [(q + what, q, kw, False), (f"{q}{what} +ef", q, kw, True)]
     return out
 
 
@@ -117,6 +123,7 @@ def mpiucc_rows(pc, x: np.ndarray, names: list, reps: int) -> tuple[list[Row], l
                 )
                 residual[:] = 0  # the frame measured for errors starts from a zero residual
                 frame = bytes(comp())
+                row.frame_bytes, row.ratio = len(frame), x.nbytes / len(frame)
                 fill_error(row, x, pc.decompress(frame, out=y), pc.header(frame).bound)
                 if ref is None:
                     ref = frame

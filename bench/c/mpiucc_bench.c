@@ -21,6 +21,9 @@
 
 #define DEFAULT_FILE "bench/data/grads_gpt.f32"
 #define MAX_BOUNDS 8
+#define MAX_ENGINES 64
+#define QSGD_LEVELS 7 /* qsgd rows: 7 levels (4-bit codes), stochastic rounding */
+#define TOPK_K 3      /* topk rows: 3 of each default block of 256 (about 1 %) */
 
 static const char *const codec_names[MPIUCC_CODEC_COUNT_] = {
     "raw", "ebq", "fp16", "bf16", "int8", "int4", "sign", "qsgd", "topk"};
@@ -248,11 +251,22 @@ static int list_engines(const options *o, mpiucc_dtype dtype, engine *e, int max
                         n++;
                     }
         } else {
+            char what[24] = "";
+            if (c == MPIUCC_CODEC_QSGD) { /* levels has no default: the usual choices */
+                base.levels = QSGD_LEVELS;
+                base.rounding = MPIUCC_ROUND_STOCHASTIC;
+                base.seed = 1;
+                snprintf(what, sizeof what, " s=%d", QSGD_LEVELS);
+            } else if (c == MPIUCC_CODEC_TOPK) {
+                base.levels = TOPK_K;
+                snprintf(what, sizeof what, " k=%d/block", TOPK_K);
+            }
             for (int ef = 0; ef < 1 + (c != MPIUCC_CODEC_RAW); ef++) {
                 if (n == max) return n;
                 e[n].p = base;
                 e[n].ef = ef;
-                snprintf(e[n].name, sizeof e[n].name, "%s%s", codec_names[c], ef ? " +ef" : "");
+                snprintf(e[n].name, sizeof e[n].name, "%s%s%s", codec_names[c], what,
+                         ef ? " +ef" : "");
                 n++;
             }
         }
@@ -274,9 +288,7 @@ static void run_memcpy(const options *o, bench_state *b) {
     print_row(o, b, "memcpy (limit)", "-", &r, "");
 }
 
-static void run_table(const options *o, bench_state *b) {
-    engine engines[64];
-    int n_eng = list_engines(o, b->dtype, engines, 64);
+static void run_table(const options *o, bench_state *b, engine *engines, int n_eng) {
     char skipped[256] = "";
     mpiucc_simd initial = mpiucc_simd_level();
     print_header(o);
@@ -451,7 +463,13 @@ int main(int argc, char **argv) {
         if (v < b.vmin) b.vmin = v;
         if (v > b.vmax) b.vmax = v;
     }
-    b.capacity = 2 * b.bytes + 4096; /* every codec's bound is checked against this */
+    engine engines[MAX_ENGINES];
+    int n_eng = list_engines(&o, o.dtype, engines, MAX_ENGINES);
+    b.capacity = b.bytes + MPIUCC_HEADER_SIZE + 64; /* memcpy, and room for the probes */
+    for (int i = 0; i < n_eng; i++) {
+        size_t cap = mpiucc_compress_bound(&engines[i].p, n);
+        if (cap > b.capacity) b.capacity = cap;
+    }
     b.out = xalloc(b.bytes);
     b.residual = xalloc(b.bytes);
     b.frame = xalloc(b.capacity);
@@ -464,7 +482,7 @@ int main(int argc, char **argv) {
                o.dtype == MPIUCC_DTYPE_F64 ? "f64" : "f32", (double)b.bytes / 1e6, b.vmin,
                b.vmax, o.reps, mpiucc_simd_name(mpiucc_simd_level()), MPIUCC_VERSION_MAJOR,
                MPIUCC_VERSION_MINOR, MPIUCC_VERSION_PATCH);
-    run_table(&o, &b);
+    run_table(&o, &b, engines, n_eng);
     free(b.src);
     free(b.out);
     free(b.residual);
