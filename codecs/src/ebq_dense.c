@@ -43,8 +43,8 @@ int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
                 continue;
             }
             sym[i] = ESC;
-            if ((size_t)(w->sink.lo - w->op) < ESC_MAX_BYTES) return 0;
             uint32_t v = z[i] - ESC;
+            if ((size_t)(w->sink.lo - w->op) < ebq_varint_size(v)) return 0;
             while (v >= 0x80) {
                 *w->op++ = (uint8_t)(v | 0x80);
                 v >>= 7;

@@ -41,30 +41,30 @@ static long tu_checks, tu_failures;
         }                                                                               \
     } while (0)
 
-static int tu_report(const char *name) {
+static inline int tu_report(const char *name) {
     printf("%s: %ld checks, %ld failures\n", name, tu_checks, tu_failures);
     return tu_failures != 0;
 }
 
 static uint64_t tu_rng = 0x9e3779b97f4a7c15ull;
-static void tu_seed(uint64_t s) { tu_rng = s * 0x9e3779b97f4a7c15ull + 1; }
-static uint64_t tu_rand_u64(void) {
+static inline void tu_seed(uint64_t s) { tu_rng = s * 0x9e3779b97f4a7c15ull + 1; }
+static inline uint64_t tu_rand_u64(void) {
     uint64_t z = (tu_rng += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 /* Uniform in (0, 1). */
-static double tu_rand_unit(void) { return ((double)(tu_rand_u64() >> 11) + 0.5) * 0x1p-53; }
-static double tu_rand_laplace(double scale) {
+static inline double tu_rand_unit(void) { return ((double)(tu_rand_u64() >> 11) + 0.5) * 0x1p-53; }
+static inline double tu_rand_laplace(double scale) {
     double u = tu_rand_unit() - 0.5;
     return u < 0 ? scale * log(1 + 2 * u) : -scale * log(1 - 2 * u);
 }
-static double tu_rand_normal(void) {
+static inline double tu_rand_normal(void) {
     return sqrt(-2 * log(tu_rand_unit())) * cos(6.283185307179586 * tu_rand_unit());
 }
 /* Student-t with nu degrees of freedom (heavy tails for small nu). */
-static double tu_rand_student(int nu) {
+static inline double tu_rand_student(int nu) {
     double c = 0;
     for (int i = 0; i < nu; i++) {
         double g = tu_rand_normal();
