@@ -73,16 +73,29 @@ static inline int ebq_check_f64(double x, double y, double eb) {
     return err == 0 || (err < 0) == (s > 0);
 }
 
+/* nearbyint (round half to even) without a library call: below 2^23 (2^52) adding and
+ * subtracting 2^23 (2^52) rounds to an integer; above, every value is one already. */
+static inline float ebq_rint_f32(float t) {
+    float a = fabsf(t);
+    if (!(a < 0x1p23f)) return t;
+    return copysignf((a + 0x1p23f) - 0x1p23f, t);
+}
+static inline double ebq_rint_f64(double t) {
+    double a = fabs(t);
+    if (!(a < 0x1p52)) return t;
+    return copysign((a + 0x1p52) - 0x1p52, t);
+}
+
 /* Index of f32 x on the grid: first the float guess round(x * inv_f), then round(x / step)
  * in double; 0 when neither meets the bound (an outlier). *y receives the decoded value. */
 static inline int ebq_decide_f32(const ebq_grid *g, float x, int32_t *q, float *y) {
-    float t = nearbyintf(x * g->inv_f);
+    float t = ebq_rint_f32(x * g->inv_f);
     if (fabsf(t) < (float)EBQ_MAX_Q) {
         int32_t qi = (int32_t)t;
         float yy = (float)((double)qi * g->step);
         if (ebq_check_f32(x, yy, g->eb)) { *q = qi; *y = yy; return 1; }
     }
-    double td = nearbyint((double)x / g->step);
+    double td = ebq_rint_f64((double)x / g->step);
     if (fabs(td) < (double)EBQ_MAX_Q) {
         int32_t qi = (int32_t)td;
         float yy = (float)((double)qi * g->step);
@@ -94,13 +107,13 @@ static inline int ebq_decide_f32(const ebq_grid *g, float x, int32_t *q, float *
 }
 
 static inline int ebq_decide_f64(const ebq_grid *g, double x, int32_t *q, double *y) {
-    double t = nearbyint(x * g->inv_d);
+    double t = ebq_rint_f64(x * g->inv_d);
     if (fabs(t) < (double)EBQ_MAX_Q) {
         int32_t qi = (int32_t)t;
         double yy = (double)qi * g->step;
         if (ebq_check_f64(x, yy, g->eb)) { *q = qi; *y = yy; return 1; }
     }
-    double td = nearbyint(x / g->step);
+    double td = ebq_rint_f64(x / g->step);
     if (fabs(td) < (double)EBQ_MAX_Q) {
         int32_t qi = (int32_t)td;
         double yy = (double)qi * g->step;
