@@ -177,6 +177,14 @@ typedef struct {
     /* Minimum and maximum of the finite values of src (+ residual); 0 when none is finite. */
     int (*minmax)(mpiucc_dtype t, const void *src, const void *residual, size_t n,
                   double *mn, double *mx);
+    /* Indices q[0..32) of one fast block of width w at packed (bytes up to end readable),
+     * the predictor undone from *prev, which receives q[31]. */
+    void (*block_indices)(const uint8_t *packed, unsigned w, const uint8_t *end, int delta,
+                          int32_t *prev, int32_t *q);
+    /* z[0..32) of qa + qb with the predictor (from *prev, which receives the last sum);
+     * returns the OR of z; *overflow = 1 when a sum leaves int32. */
+    uint32_t (*sum_block)(const int32_t *qa, const int32_t *qb, int delta, int32_t *prev,
+                          uint32_t *z, int *overflow);
 } ebq_kernels;
 
 extern const ebq_kernels ebq_kernels_generic;
@@ -184,6 +192,9 @@ extern const ebq_kernels ebq_kernels_generic;
 extern const ebq_kernels ebq_kernels_avx2;
 #endif
 const ebq_kernels *ebq_kernels_now(void);
+
+/* Indices of a block of 32 zigzag values (DELTA: prefix from *prev, which gets q[31]). */
+void ebq_z_to_indices(const uint32_t *z, int delta, int32_t *prev, int32_t *q);
 
 /* Decode m <= 32 indices from zigzag values z (generic; the DELTA prefix uses *prev) and
  * write or add y to dst[0..m). */

@@ -35,15 +35,17 @@ static void iter_init(outlier_iter *it, const ebq_reader *r, size_t es) {
 }
 
 /* Indices of the next block of r (predictor undone). */
-static void block_indices(ebq_reader *r, int delta, int32_t *prev, int32_t *q) {
-    uint32_t z[EBQ_BLOCK];
-    ebq_reader_block(r, z);
-    int32_t p = *prev;
-    for (int i = 0; i < EBQ_BLOCK; i++) {
-        int32_t v = ebq_unzigzag(z[i]);
-        q[i] = p = delta ? (int32_t)((uint32_t)p + (uint32_t)v) : v;
+static void block_indices(const ebq_kernels *k, ebq_reader *r, int delta, int32_t *prev,
+                          int32_t *q) {
+    if (r->dense) {
+        uint32_t z[EBQ_BLOCK];
+        ebq_reader_block(r, z);
+        ebq_z_to_indices(z, delta, prev, q);
+    } else {
+        unsigned w = r->widths[r->b++];
+        k->block_indices(r->packed, w, r->end, delta, prev, q);
+        r->packed += 4u * w;
     }
-    *prev = p;
 }
 
 static mpiucc_status open_pair(const void *a, size_t a_size, const void *b, size_t b_size,
@@ -86,17 +88,26 @@ static mpiucc_status add_blocks(const mpiucc_header *ha, const mpiucc_header *hb
     size_t n = ha->count, es = mpiucc_dtype_size((mpiucc_dtype)ha->dtype);
     int da = ((ha->aux >> 8) & 0xff) == MPIUCC_PREDICTOR_DELTA;
     int db = ((hb->aux >> 8) & 0xff) == MPIUCC_PREDICTOR_DELTA;
+    int ohd = da; /* the result takes a's predictor */
     double step = ha->param;
     outlier_iter oa, ob;
     iter_init(&oa, ra, es);
     iter_init(&ob, rb, es);
+    const ebq_kernels *k = ebq_kernels_now();
     int32_t pa = 0, pb = 0, po = 0, qa[EBQ_BLOCK], qb[EBQ_BLOCK];
     uint32_t z[EBQ_BLOCK];
     for (size_t i0 = 0; i0 < n; i0 += EBQ_BLOCK) {
         size_t m = n - i0 < EBQ_BLOCK ? n - i0 : EBQ_BLOCK;
-        block_indices(ra, da, &pa, qa);
-        block_indices(rb, db, &pb, qb);
+        block_indices(k, ra, da, &pa, qa);
+        block_indices(k, rb, db, &pb, qb);
         uint32_t orv = 0;
+        if (m == EBQ_BLOCK && oa.pos >= i0 + EBQ_BLOCK && ob.pos >= i0 + EBQ_BLOCK) {
+            int ov; /* the common case: a whole block without outliers */
+            orv = k->sum_block(qa, qb, ohd, &po, z, &ov);
+            if (ov) return MPIUCC_ERR_OVERFLOW;
+            if (!ebq_writer_put(w, z, orv)) return MPIUCC_ERR_CAPACITY;
+            continue;
+        }
         for (size_t i = 0; i < m; i++) {
             uint64_t pos = i0 + i;
             int32_t q;
@@ -118,7 +129,7 @@ static mpiucc_status add_blocks(const mpiucc_header *ha, const mpiucc_header *hb
                 if (s > INT32_MAX || s < INT32_MIN) return MPIUCC_ERR_OVERFLOW;
                 q = (int32_t)s;
             }
-            orv |= z[i] = ebq_zigzag(da ? (int32_t)((uint32_t)q - (uint32_t)po) : q);
+            orv |= z[i] = ebq_zigzag(ohd ? (int32_t)((uint32_t)q - (uint32_t)po) : q);
             po = q;
         }
         for (size_t i = m; i < EBQ_BLOCK; i++) z[i] = 0;

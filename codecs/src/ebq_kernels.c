@@ -88,7 +88,42 @@ static int minmax_generic(mpiucc_dtype t, const void *src, const void *residual,
     return lo <= hi;
 }
 
-const ebq_kernels ebq_kernels_generic = {quantize_generic, decode_generic, minmax_generic};
+static void block_indices_generic(const uint8_t *packed, unsigned w, const uint8_t *end,
+                                  int delta, int32_t *prev, int32_t *q) {
+    (void)end;
+    uint32_t z[EBQ_BLOCK];
+    ebq_unpack32(packed, w, z);
+    ebq_z_to_indices(z, delta, prev, q);
+}
+
+static uint32_t sum_block_generic(const int32_t *qa, const int32_t *qb, int delta,
+                                  int32_t *prev, uint32_t *z, int *overflow) {
+    int32_t p = *prev;
+    uint32_t o = 0;
+    int ov = 0;
+    for (int i = 0; i < EBQ_BLOCK; i++) {
+        int64_t s = (int64_t)qa[i] + qb[i];
+        ov |= s > INT32_MAX || s < INT32_MIN;
+        int32_t v = (int32_t)(uint32_t)s; /* wraps; only used when there is no overflow */
+        o |= z[i] = ebq_zigzag(delta ? (int32_t)((uint32_t)v - (uint32_t)p) : v);
+        p = v;
+    }
+    *prev = p;
+    *overflow = ov;
+    return o;
+}
+
+void ebq_z_to_indices(const uint32_t *z, int delta, int32_t *prev, int32_t *q) {
+    int32_t p = *prev;
+    for (int i = 0; i < EBQ_BLOCK; i++) {
+        int32_t v = ebq_unzigzag(z[i]);
+        q[i] = p = delta ? (int32_t)((uint32_t)p + (uint32_t)v) : v;
+    }
+    *prev = p;
+}
+
+const ebq_kernels ebq_kernels_generic = {quantize_generic, decode_generic, minmax_generic,
+                                         block_indices_generic, sum_block_generic};
 
 const ebq_kernels *ebq_kernels_now(void) {
 #if MPIUCC_X86

@@ -456,6 +456,15 @@ static void add_frames_check(const void *xa, const void *xb, size_t n, const mpi
     size_t rcap = mpiucc_ebq_add_bound(fa, sa, fg, sb);
     CHECK(rcap > 0 && rcap <= sizeof fc);
     CHECK_ST(mpiucc_ebq_add(fa, sa, fg, sb, fc, rcap, &sr), MPIUCC_OK);
+    { /* the other SIMD path writes the same bytes */
+        static uint8_t other[sizeof fc];
+        size_t so = 0;
+        mpiucc_simd was = mpiucc_simd_level();
+        mpiucc_set_simd_level(was == MPIUCC_SIMD_AVX2 ? MPIUCC_SIMD_GENERIC : MPIUCC_SIMD_AVX2);
+        CHECK_ST(mpiucc_ebq_add(fa, sa, fg, sb, other, rcap, &so), MPIUCC_OK);
+        CHECK(so == sr && !memcmp(other, fc, sr));
+        mpiucc_set_simd_level(was);
+    }
     mpiucc_header ha, hb, hr;
     mpiucc_read_header(fa, sa, &ha);
     mpiucc_read_header(fg, sb, &hb);

@@ -218,6 +218,25 @@ static inline void store8(const ebq_grid *g, __m256i q, void *dst, int add) {
         zv[3] = unpack8(packed + 3 * W, W); \
         break;
 
+/* The 32 z values of a block of width w at packed (bytes up to end readable). */
+static inline void block_z(const uint8_t *packed, unsigned w, const uint8_t *end,
+                           __m256i zv[4]) {
+    if (w <= 24 && (size_t)(end - packed) >= 4u * w + 16) {
+        switch (w) {
+        case 0: zv[0] = zv[1] = zv[2] = zv[3] = _mm256_setzero_si256(); break;
+            UNPACK_CASE(1) UNPACK_CASE(2) UNPACK_CASE(3) UNPACK_CASE(4) UNPACK_CASE(5)
+            UNPACK_CASE(6) UNPACK_CASE(7) UNPACK_CASE(8) UNPACK_CASE(9) UNPACK_CASE(10)
+            UNPACK_CASE(11) UNPACK_CASE(12) UNPACK_CASE(13) UNPACK_CASE(14) UNPACK_CASE(15)
+            UNPACK_CASE(16) UNPACK_CASE(17) UNPACK_CASE(18) UNPACK_CASE(19) UNPACK_CASE(20)
+            UNPACK_CASE(21) UNPACK_CASE(22) UNPACK_CASE(23) UNPACK_CASE(24)
+        }
+    } else {
+        uint32_t z[EBQ_BLOCK];
+        ebq_unpack32(packed, w, z);
+        for (int j = 0; j < 4; j++) zv[j] = _mm256_loadu_si256((const __m256i *)(z + 8 * j));
+    }
+}
+
 static void decode_avx2(const ebq_grid *g, const uint8_t *widths, const uint8_t *packed,
                         const uint8_t *end, size_t n, void *dst, int add) {
     __m256i carry = _mm256_setzero_si256(), zv[4];
@@ -225,21 +244,7 @@ static void decode_avx2(const ebq_grid *g, const uint8_t *widths, const uint8_t 
     for (size_t b = 0; b < full; b++) {
         unsigned w = widths[b];
         uint8_t *d = (uint8_t *)dst + b * EBQ_BLOCK * es;
-        if (w <= 24 && (size_t)(end - packed) >= 4u * w + 16) {
-            switch (w) {
-            case 0: zv[0] = zv[1] = zv[2] = zv[3] = _mm256_setzero_si256(); break;
-                UNPACK_CASE(1) UNPACK_CASE(2) UNPACK_CASE(3) UNPACK_CASE(4) UNPACK_CASE(5)
-                UNPACK_CASE(6) UNPACK_CASE(7) UNPACK_CASE(8) UNPACK_CASE(9) UNPACK_CASE(10)
-                UNPACK_CASE(11) UNPACK_CASE(12) UNPACK_CASE(13) UNPACK_CASE(14)
-                UNPACK_CASE(15) UNPACK_CASE(16) UNPACK_CASE(17) UNPACK_CASE(18)
-                UNPACK_CASE(19) UNPACK_CASE(20) UNPACK_CASE(21) UNPACK_CASE(22)
-                UNPACK_CASE(23) UNPACK_CASE(24)
-            }
-        } else {
-            uint32_t z[EBQ_BLOCK];
-            ebq_unpack32(packed, w, z);
-            for (int j = 0; j < 4; j++) zv[j] = _mm256_loadu_si256((const __m256i *)(z + 8 * j));
-        }
+        block_z(packed, w, end, zv);
         packed += 4u * w;
         for (int j = 0; j < 4; j++) {
             __m256i q = unzigzag8(zv[j]);
@@ -254,6 +259,40 @@ static void decode_avx2(const ebq_grid *g, const uint8_t *widths, const uint8_t 
         ebq_dequant_generic(g, z, n % EBQ_BLOCK, &prev, (uint8_t *)dst + full * EBQ_BLOCK * es,
                             add);
     }
+}
+
+/* ---- the index domain (ebq_add) ---- */
+
+static void block_indices_avx2(const uint8_t *packed, unsigned w, const uint8_t *end,
+                               int delta, int32_t *prev, int32_t *q) {
+    __m256i zv[4], carry = _mm256_set1_epi32(*prev);
+    block_z(packed, w, end, zv);
+    for (int j = 0; j < 4; j++) {
+        __m256i v = unzigzag8(zv[j]);
+        if (delta) v = prefix8(v, &carry);
+        _mm256_storeu_si256((__m256i *)(q + 8 * j), v);
+    }
+    *prev = q[EBQ_BLOCK - 1];
+}
+
+static uint32_t sum_block_avx2(const int32_t *qa, const int32_t *qb, int delta, int32_t *prev,
+                               uint32_t *z, int *overflow) {
+    __m256i carry = _mm256_set1_epi32(*prev), o = _mm256_setzero_si256(), ov = o;
+    for (int j = 0; j < 4; j++) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(qa + 8 * j));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(qb + 8 * j));
+        __m256i s = _mm256_add_epi32(a, b);
+        ov = _mm256_or_si256(ov, _mm256_and_si256(_mm256_xor_si256(s, a), _mm256_xor_si256(s, b)));
+        __m256i zj = predict8(s, delta, &carry);
+        _mm256_storeu_si256((__m256i *)(z + 8 * j), zj);
+        o = _mm256_or_si256(o, zj);
+        if (j == 3) *prev = _mm256_extract_epi32(s, 7);
+    }
+    *overflow = _mm256_movemask_ps(_mm256_castsi256_ps(ov)) != 0;
+    __m128i h = _mm_or_si128(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+    h = _mm_or_si128(h, _mm_shuffle_epi32(h, 0x4e));
+    h = _mm_or_si128(h, _mm_shuffle_epi32(h, 0xb1));
+    return (uint32_t)_mm_cvtsi128_si32(h);
 }
 
 /* ---- min / max of the finite values ---- */
@@ -320,4 +359,5 @@ static int minmax_avx2(mpiucc_dtype t, const void *src, const void *residual, si
     return lo <= hi;
 }
 
-const ebq_kernels ebq_kernels_avx2 = {quantize_avx2, decode_avx2, minmax_avx2};
+const ebq_kernels ebq_kernels_avx2 = {quantize_avx2, decode_avx2, minmax_avx2,
+                                      block_indices_avx2, sum_block_avx2};
