@@ -307,12 +307,13 @@ static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, 
     if (!r.dense) {
         ebq_kernels_now()->decode(&g, r.widths, r.packed, r.end, h->count, dst, add);
     } else {
+        const ebq_kernels *k = ebq_kernels_now();
         uint32_t z[EBQ_BLOCK];
         int32_t prev = 0;
         for (size_t i0 = 0; i0 < h->count; i0 += EBQ_BLOCK) {
             size_t m = h->count - i0 < EBQ_BLOCK ? h->count - i0 : EBQ_BLOCK;
             ebq_reader_block(&r, z);
-            ebq_dequant_generic(&g, z, m, &prev, (uint8_t *)dst + i0 * g.es, add);
+            k->dequant(&g, z, m, &prev, (uint8_t *)dst + i0 * g.es, add);
         }
     }
     patch_outliers(&g, r.outliers, r.n_outliers, dst, add);
@@ -334,11 +335,13 @@ mpiucc_status mpiucc_ebq_quantize(const mpiucc_params *params, const void *src, 
         return MPIUCC_ERR_ARG;
     for (int i = 0; i < 7; i++)
         if (params->reserved[i]) return MPIUCC_ERR_ARG;
-    mpiucc_status st = ebq_check_params(params);
+    mpiucc_params p = *params; /* level and predictor play no part here */
+    p.level = MPIUCC_LEVEL_FAST;
+    p.predictor = MPIUCC_PREDICTOR_NONE;
+    mpiucc_status st = ebq_check_params(&p);
     if (st != MPIUCC_OK) return st;
     ebq_grid g;
-    ebq_make_grid(params, src, NULL, count, &g);
-    g.delta = 0;
+    ebq_make_grid(&p, src, NULL, count, &g);
     uint64_t dummy;
     ebq_sink sink = {NULL, NULL, NULL, outlier_pos ? outlier_pos : &dummy, outlier_capacity,
                      g.es, 0, 0, 0};

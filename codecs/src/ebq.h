@@ -185,6 +185,10 @@ typedef struct {
      * returns the OR of z; *overflow = 1 when a sum leaves int32. */
     uint32_t (*sum_block)(const int32_t *qa, const int32_t *qb, int delta, int32_t *prev,
                           uint32_t *z, int *overflow);
+    /* Decode m <= 32 zigzag values z (DELTA: from *prev, which receives the last index)
+     * and write or add y to dst[0..m). */
+    void (*dequant)(const ebq_grid *g, const uint32_t *z, size_t m, int32_t *prev, void *dst,
+                    int add);
 } ebq_kernels;
 
 extern const ebq_kernels ebq_kernels_generic;

@@ -123,7 +123,8 @@ void ebq_z_to_indices(const uint32_t *z, int delta, int32_t *prev, int32_t *q) {
 }
 
 const ebq_kernels ebq_kernels_generic = {quantize_generic, decode_generic, minmax_generic,
-                                         block_indices_generic, sum_block_generic};
+                                         block_indices_generic, sum_block_generic,
+                                         ebq_dequant_generic};
 
 const ebq_kernels *ebq_kernels_now(void) {
 #if MPIUCC_X86

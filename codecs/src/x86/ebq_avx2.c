@@ -261,6 +261,21 @@ static void decode_avx2(const ebq_grid *g, const uint8_t *widths, const uint8_t 
     }
 }
 
+static void dequant_avx2(const ebq_grid *g, const uint32_t *z, size_t m, int32_t *prev,
+                         void *dst, int add) {
+    if (m != EBQ_BLOCK) {
+        ebq_dequant_generic(g, z, m, prev, dst, add);
+        return;
+    }
+    __m256i carry = _mm256_set1_epi32(*prev), q = carry;
+    for (int j = 0; j < 4; j++) {
+        q = unzigzag8(_mm256_loadu_si256((const __m256i *)(z + 8 * j)));
+        if (g->delta) q = prefix8(q, &carry);
+        store8(g, q, (uint8_t *)dst + 8 * j * g->es, add);
+    }
+    *prev = _mm256_extract_epi32(q, 7);
+}
+
 /* ---- the index domain (ebq_add) ---- */
 
 static void block_indices_avx2(const uint8_t *packed, unsigned w, const uint8_t *end,
@@ -360,4 +375,4 @@ static int minmax_avx2(mpiucc_dtype t, const void *src, const void *residual, si
 }
 
 const ebq_kernels ebq_kernels_avx2 = {quantize_avx2, decode_avx2, minmax_avx2,
-                                      block_indices_avx2, sum_block_avx2};
+                                      block_indices_avx2, sum_block_avx2, dequant_avx2};
