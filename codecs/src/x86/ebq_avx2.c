@@ -53,8 +53,12 @@ static inline int quant4_f64(const ebq_grid *g, __m256d v, __m128i *q, __m256d *
     __m128i qi = _mm256_cvttpd_epi32(_mm256_and_pd(t, inr));
     __m256d y = _mm256_mul_pd(_mm256_cvtepi32_pd(qi), _mm256_set1_pd(g->step));
     __m256d s = _mm256_sub_pd(v, y);
+    /* |s| < eb decides (FORMAT.md); so does s == 0 (x == y), also when eb is 0 */
+    __m256d as = _mm256_and_pd(s, absm);
     __m256d ok = _mm256_and_pd(
-        _mm256_cmp_pd(_mm256_and_pd(s, absm), _mm256_set1_pd(g->eb), _CMP_LT_OQ), inr);
+        _mm256_or_pd(_mm256_cmp_pd(as, _mm256_set1_pd(g->eb), _CMP_LT_OQ),
+                     _mm256_cmp_pd(as, _mm256_setzero_pd(), _CMP_EQ_OQ)),
+        inr);
     *q = qi;
     *r = s;
     return _mm256_movemask_pd(ok);
@@ -244,6 +248,10 @@ static void decode_avx2(const ebq_grid *g, const uint8_t *widths, const uint8_t 
     for (size_t b = 0; b < full; b++) {
         unsigned w = widths[b];
         uint8_t *d = (uint8_t *)dst + b * EBQ_BLOCK * es;
+        if (!w && !g->delta && !add) { /* a whole block of zeros */
+            memset(d, 0, EBQ_BLOCK * es);
+            continue;
+        }
         block_z(packed, w, end, zv);
         packed += 4u * w;
         for (int j = 0; j < 4; j++) {
