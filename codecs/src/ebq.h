@@ -56,8 +56,12 @@ static inline size_t ebq_varint_size(uint64_t v) {
 
 /* ---- the decision (scalar, shared by every path) ---- */
 
-/* Exact |x - y| <= eb for f32 x, y: the f64 difference of two floats is exact here (see
- * FORMAT.md: for an integer q, either y = 0, or |x| and |y| are close, or both are tiny). */
+/* Exact |x - y| <= eb for f32 x and y = fl32(q * step), q an integer. Rounding is monotone,
+ * so an exact difference <= eb is never rejected. The f64 difference of two floats is
+ * inexact only when one is below 2^-28 times the other; y = 0 is exact, and q != 0 gives
+ * |y| >= eb (|q * step| >= 2 eb, and rounding to f32 at most halves a value >= 2^-149),
+ * so then either |x| > 2^28 eb (the difference is far above eb either way), or y is far
+ * above eb (normal range: |y| >= 2 eb (1 - 2^-24)), or x is a float below 2^-153, i.e. 0. */
 static inline int ebq_check_f32(float x, float y, double eb) {
     return fabs((double)x - (double)y) <= eb;
 }
