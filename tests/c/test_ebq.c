@@ -568,6 +568,36 @@ static void test_ebq_add(void) {
     CHECK(doublings == 8);
 }
 
+/* Frames at odd addresses: the same bytes, the same values. */
+static void test_unaligned(void) {
+    static double x[MAXN];
+    static uint8_t buf[sizeof fa + 8], buf2[sizeof fa + 8], sum[2 * sizeof fa];
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int simd = 0; simd < 2; simd++) {
+            mpiucc_set_simd_level((mpiucc_simd)simd);
+            tu_seed(3);
+            make_data(D_SPECIAL, 1000, f64, x);
+            mpiucc_params p = MPIUCC_PARAMS_INIT;
+            p.dtype = f64 ? MPIUCC_DTYPE_F64 : MPIUCC_DTYPE_F32;
+            p.error_bound = 1e-2;
+            p.predictor = (uint32_t)simd;
+            size_t size = compress_both(&p, x, 1000), s2 = 0, s3 = 0, cnt;
+            for (int off = 1; off < 8; off += 2) {
+                CHECK_ST(mpiucc_compress(&p, x, 1000, buf + off, sizeof fa, &s2), MPIUCC_OK);
+                CHECK(s2 == size && !memcmp(buf + off, fa, size));
+                CHECK_ST(mpiucc_decompress(buf + off, s2, yg, sizeof yg, &cnt), MPIUCC_OK);
+                CHECK_ST(mpiucc_decompress(fa, size, ya, sizeof ya, &cnt), MPIUCC_OK);
+                CHECK(!memcmp(ya, yg, cnt * (f64 ? 8 : 4)));
+                memcpy(buf2 + off + 1, fa, size);
+                CHECK_ST(mpiucc_ebq_add(buf + off, s2, buf2 + off + 1, size, sum + off,
+                                        sizeof sum - 8, &s3),
+                         MPIUCC_OK);
+                CHECK_ST(mpiucc_ebq_add(fa, size, fa, size, fc, sizeof fc, &cnt), MPIUCC_OK);
+                CHECK(cnt == s3 && !memcmp(fc, sum + off, s3));
+            }
+        }
+}
+
 int main(void) {
     printf("ebq: simd %s, dense level %s\n", mpiucc_simd_name(mpiucc_simd_level()),
            dense_built() ? "built" : "not built");
@@ -577,5 +607,6 @@ int main(void) {
     test_rel_constant();
     test_roundtrips();
     test_ebq_add();
+    test_unaligned();
     return tu_report("test_ebq");
 }
