@@ -520,6 +520,15 @@ static void test_ebq_add(void) {
                 add_frames_check(xa, xb, n, &p, &q);
             }
         }
+    { /* empty frames add to an empty frame */
+        mpiucc_params p = MPIUCC_PARAMS_INIT;
+        p.error_bound = 0.5;
+        size_t s1 = 0, s2 = 0, cnt = 1;
+        CHECK_ST(mpiucc_compress(&p, xa, 0, fa, sizeof fa, &s1), MPIUCC_OK);
+        CHECK_ST(mpiucc_ebq_add(fa, s1, fa, s1, fc, sizeof fc, &s2), MPIUCC_OK);
+        CHECK_ST(mpiucc_decompress(fc, s2, NULL, 0, &cnt), MPIUCC_OK);
+        CHECK(cnt == 0);
+    }
     /* mismatches */
     float x[64] = {0};
     for (int i = 0; i < 64; i++) x[i] = (float)i;
