@@ -1,6 +1,6 @@
 /* ebq_dense.c: the dense level of ebq. The same indices as the fast level (same quantize
  * kernel, same predictor, same zigzag values z), coded as byte symbols min(z, 255) through
- * the order-0 rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
+ * the rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
  * Payload: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
  * stream, outlier records (as the fast level). Encoding and decoding allocate one scratch
  * buffer of count bytes (the symbols) per call.
