@@ -53,7 +53,7 @@ size_t mpiucc_compress_bound(const mpiucc_params *params, size_t count) {
     return payload ? MPIUCC_HEADER_SIZE + payload : 0;
 }
 
-static void write_header(uint8_t *dst, const mpiucc_header *h) {
+void mpiucc_write_header(uint8_t *dst, const mpiucc_header *h) {
     memcpy(dst, frame_magic, 4);
     dst[4] = (uint8_t)h->version;
     dst[5] = (uint8_t)h->codec;
@@ -88,7 +88,7 @@ static mpiucc_status compress_frame(const mpiucc_params *params, const void *src
     h.payload_size = payload;
     if (h.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM)
         h.payload_checksum = mpiucc_crc32c(0, out + MPIUCC_HEADER_SIZE, payload);
-    write_header(out, &h);
+    mpiucc_write_header(out, &h);
     *dst_size = MPIUCC_HEADER_SIZE + payload;
     return MPIUCC_OK;
 }

@@ -44,6 +44,10 @@ extern const mpiucc_codec_impl mpiucc_sign_impl;
 extern const mpiucc_codec_impl mpiucc_qsgd_impl;
 extern const mpiucc_codec_impl mpiucc_topk_impl;
 
+/* Write the 64-byte header h (with its checksum) at dst; frames made outside
+ * mpiucc_compress (ebq_add) use it too. */
+void mpiucc_write_header(uint8_t *dst, const mpiucc_header *h);
+
 /* The SIMD level in force (cached after the first call). */
 mpiucc_simd mpiucc_simd_now(void);
 

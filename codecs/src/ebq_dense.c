@@ -1,0 +1,162 @@
+/* ebq_dense.c: the dense level of ebq. The same indices as the fast level (same quantize
+ * kernel, same predictor, same zigzag values z), coded as byte symbols min(z, 255) through
+ * the rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
+ * Payload: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
+ * stream, outlier records (as the fast level). Encoding and decoding allocate one scratch
+ * buffer of count bytes (the symbols) per call.
+ *
+ * Built only when the entropy stage (entropy.h) is present; otherwise level DENSE answers
+ * MPIUCC_ERR_UNSUPPORTED. */
+#include <stdlib.h>
+
+#include "ebq.h"
+
+#if defined(__has_include)
+#if __has_include("entropy.h")
+#define EBQ_HAVE_DENSE 1
+#endif
+#endif
+
+#ifdef EBQ_HAVE_DENSE
+#include "entropy.h"
+
+#define ESC 255u
+#define ESC_MAX_BYTES 5 /* varint of a value below 2^32 */
+
+int ebq_dense_available(void) { return 1; }
+
+size_t ebq_dense_payload_bound(size_t n, size_t es) {
+    (void)es;
+    size_t r = mpiucc_rans_bound(n);
+    return r > SIZE_MAX / 2 - ESC_MAX_BYTES * n ? 0 : EBQ_DENSE_SUBHEADER + ESC_MAX_BYTES * n + r;
+}
+
+int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
+    size_t i0 = w->nb * EBQ_BLOCK, m = w->n - i0 < EBQ_BLOCK ? w->n - i0 : EBQ_BLOCK;
+    uint8_t *sym = w->sym + i0;
+    if (orv < ESC) {
+        for (size_t i = 0; i < m; i++) sym[i] = (uint8_t)z[i];
+    } else {
+        for (size_t i = 0; i < m; i++) {
+            if (z[i] < ESC) {
+                sym[i] = (uint8_t)z[i];
+                continue;
+            }
+            sym[i] = ESC;
+            uint32_t v = z[i] - ESC;
+            if ((size_t)(w->sink.lo - w->op) < ebq_varint_size(v)) return 0;
+            while (v >= 0x80) {
+                *w->op++ = (uint8_t)(v | 0x80);
+                v >>= 7;
+            }
+            *w->op++ = (uint8_t)v;
+        }
+    }
+    w->nb++;
+    w->sink.floor = w->op;
+    return 1;
+}
+
+mpiucc_status ebq_dense_finish(ebq_writer *w) {
+    size_t esc = (size_t)(w->op - w->start), rsize = 0;
+    mpiucc_status st =
+        mpiucc_rans_encode(w->sym, w->n, w->op, (size_t)(w->sink.lo - w->op), &rsize);
+    if (st != MPIUCC_OK) return st == MPIUCC_ERR_ARG ? st : MPIUCC_ERR_CAPACITY;
+    w->op += rsize;
+    mpiucc_put_u64(w->out, w->sink.count);
+    mpiucc_put_u64(w->out + 8, esc);
+    mpiucc_put_u64(w->out + 16, rsize);
+    return MPIUCC_OK;
+}
+
+/* One escape varint at *p (< end): canonical, below 2^32 - ESC. 0 when invalid. */
+static int read_escape(const uint8_t **p, const uint8_t *end, uint32_t *v) {
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 35; shift += 7) {
+        if (*p >= end) return 0;
+        uint8_t c = *(*p)++;
+        x |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            if ((!c && shift) || x > UINT32_MAX - ESC) return 0;
+            *v = (uint32_t)x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
+                                    const uint8_t *payload) {
+    size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype);
+    uint64_t ps = h->payload_size;
+    if (ps < EBQ_DENSE_SUBHEADER) return MPIUCC_ERR_CORRUPT;
+    uint64_t rest = ps - EBQ_DENSE_SUBHEADER, esize = mpiucc_get_u64(payload + 8),
+             rsize = mpiucc_get_u64(payload + 16);
+    r->dense = 1;
+    r->n = n;
+    r->n_outliers = mpiucc_get_u64(payload);
+    if (esize > rest || rsize > rest - esize || r->n_outliers > n ||
+        r->n_outliers > (rest - esize - rsize) / (es + 1))
+        return MPIUCC_ERR_CORRUPT;
+    r->esc = payload + EBQ_DENSE_SUBHEADER;
+    const uint8_t *rans = r->esc + esize;
+    r->outliers = rans + rsize;
+    r->end = payload + ps;
+    r->sym = (uint8_t *)malloc(n ? n : 1);
+    if (!r->sym) return MPIUCC_ERR_CAPACITY; /* out of memory */
+    mpiucc_status st = mpiucc_rans_decode(rans, (size_t)rsize, r->sym, n);
+    if (st != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
+    const uint8_t *p = r->esc;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v;
+        if (r->sym[i] == ESC && !read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
+    }
+    if (p != rans) return MPIUCC_ERR_CORRUPT;
+    return ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
+}
+
+void ebq_dense_block(ebq_reader *r, uint32_t *z) {
+    size_t i0 = r->b * EBQ_BLOCK, m = r->n - i0 < EBQ_BLOCK ? r->n - i0 : EBQ_BLOCK;
+    const uint8_t *sym = r->sym + i0;
+    for (size_t i = 0; i < m; i++) {
+        z[i] = sym[i];
+        if (sym[i] == ESC) {
+            uint32_t v = 0;
+            read_escape(&r->esc, r->outliers, &v); /* validated by the reader's init */
+            z[i] = ESC + v;
+        }
+    }
+    for (size_t i = m; i < EBQ_BLOCK; i++) z[i] = 0;
+}
+
+#else /* no entropy stage in this build */
+
+int ebq_dense_available(void) { return 0; }
+size_t ebq_dense_payload_bound(size_t n, size_t es) {
+    (void)n;
+    (void)es;
+    return 0;
+}
+int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
+    (void)w;
+    (void)z;
+    (void)orv;
+    return 0;
+}
+mpiucc_status ebq_dense_finish(ebq_writer *w) {
+    (void)w;
+    return MPIUCC_ERR_UNSUPPORTED;
+}
+mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
+                                    const uint8_t *payload) {
+    (void)r;
+    (void)h;
+    (void)payload;
+    return MPIUCC_ERR_UNSUPPORTED;
+}
+void ebq_dense_block(ebq_reader *r, uint32_t *z) {
+    (void)r;
+    memset(z, 0, EBQ_BLOCK * sizeof *z);
+}
+
+#endif
