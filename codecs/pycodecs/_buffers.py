@@ -19,8 +19,12 @@ NUMPY_NAMES = {
 }
 # numpy has no bfloat16: decoded bfloat16 comes back as int16 bit patterns (like a torch
 # bfloat16 tensor viewed as int16), and int16/uint16 arrays are read as bfloat16 on request.
-NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
-                "bfloat16": np.int16}
+NUMPY_DTYPES = {
+    "float32": np.float32,
+    "float64": np.float64,
+    "float16": np.float16,
+    "bfloat16": np.int16,
+}
 BF16_CARRIERS = (np.dtype(np.int16), np.dtype(np.uint16))
 
 
@@ -45,8 +49,7 @@ def as_array(x: object, what: str) -> tuple[np.ndarray, str | None]:
         view = memoryview(x)
     except TypeError:
         raise TypeError(
-            f"{what} must be a numpy array, a CPU torch tensor or a buffer; "
-            f"got {type(x).__name__}"
+            f"{what} must be a numpy array, a CPU torch tensor or a buffer; got {type(x).__name__}"
         ) from None
     return np.asarray(view), None
 
@@ -99,8 +102,7 @@ def target(out: object, dtype: str, count: int, what: str = "out") -> np.ndarray
         view = byte_view(arr, what, writable=True)
         if view.nbytes != count * ITEMSIZE[dtype]:
             raise ValueError(
-                f"{what} has {view.nbytes} bytes; the frame decodes to "
-                f"{count * ITEMSIZE[dtype]}"
+                f"{what} has {view.nbytes} bytes; the frame decodes to {count * ITEMSIZE[dtype]}"
             )
         return view
     dtype_name(arr, hint, dtype, what)

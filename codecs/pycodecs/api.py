@@ -60,8 +60,19 @@ def compress(
     Returns a bytearray of the frame's exact size, or with out= a memoryview of out[:size].
     """
     src, name, count = source(x, dtype)
-    p = make_params(codec, name, error_bound, mode, level, predictor, block_size, levels,
-                    rounding, seed, bool(checksum))
+    p = make_params(
+        codec,
+        name,
+        error_bound,
+        mode,
+        level,
+        predictor,
+        block_size,
+        levels,
+        rounding,
+        seed,
+        bool(checksum),
+    )
     bound = _ext.compress_bound(p, count) if out is None else 0
     return _finish(lambda dst: _ext.compress(p, src, count, dst), bound, out)
 
@@ -92,8 +103,19 @@ def compress_ef(
     res, _, res_count = source(residual, name, "residual", writable=True)
     if res_count != count:
         raise ValueError(f"residual has {res_count} elements; x has {count}")
-    p = make_params(codec, name, error_bound, mode, level, predictor, block_size, levels,
-                    rounding, seed, bool(checksum))
+    p = make_params(
+        codec,
+        name,
+        error_bound,
+        mode,
+        level,
+        predictor,
+        block_size,
+        levels,
+        rounding,
+        seed,
+        bool(checksum),
+    )
     bound = _ext.compress_bound(p, count) if out is None else 0
     return _finish(lambda dst: _ext.compress_ef(p, src, res, count, dst), bound, out)
 

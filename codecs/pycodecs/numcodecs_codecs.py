@@ -3,7 +3,8 @@
 Registered through the `numcodecs.codecs` entry point, so `numcodecs.get_codec({"id":
 "mpiucc.ebq", "error_bound": 1e-3})` finds them without importing this module first.
 encode() takes float32/float64/float16 arrays (or bfloat16 tensors) and returns a frame;
-decode() returns a flat array of the frame's dtype, or fills out.
+untyped buffers (bytes, array.array('b')) need the codec's dtype parameter, which typed inputs
+must then match. decode() returns a flat array of the frame's dtype, or fills out.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ class _MpiuccCodec(Codec):
         return {"checksum": self.checksum}
 
     def _validate(self) -> None:  # bad parameters fail here, not at the first encode
-        params_from(self._codec, "float32", self._options())
+        params_from(self._codec, self.dtype or "float32", self._options())
 
     def encode(self, buf: Any) -> bytes:
         if isinstance(buf, np.ndarray) and not buf.flags.c_contiguous:
             buf = buf.ravel(order="A") if buf.flags.f_contiguous else np.ascontiguousarray(buf)
-        return bytes(api.compress(buf, self._codec, **self._options()))
+        return bytes(api.compress(buf, self._codec, dtype=self.dtype, **self._options()))
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         if out is None:
@@ -51,8 +52,9 @@ class Raw(_MpiuccCodec):
     codec_id = "mpiucc.raw"
     _codec = "raw"
 
-    def __init__(self, checksum: bool = False):
+    def __init__(self, checksum: bool = False, dtype: str | None = None):
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
 
@@ -63,18 +65,31 @@ class EBQ(_MpiuccCodec):
     codec_id = "mpiucc.ebq"
     _codec = "ebq"
 
-    def __init__(self, error_bound: float, mode: str = "abs", level: str = "fast",
-                 predictor: str = "none", checksum: bool = False):
+    def __init__(
+        self,
+        error_bound: float,
+        mode: str = "abs",
+        level: str = "fast",
+        predictor: str = "none",
+        checksum: bool = False,
+        dtype: str | None = None,
+    ):
         self.error_bound = float(error_bound)
         self.mode = mode
         self.level = level
         self.predictor = predictor
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
     def _options(self) -> dict[str, Any]:
-        return {"error_bound": self.error_bound, "mode": self.mode, "level": self.level,
-                "predictor": self.predictor, "checksum": self.checksum}
+        return {
+            "error_bound": self.error_bound,
+            "mode": self.mode,
+            "level": self.level,
+            "predictor": self.predictor,
+            "checksum": self.checksum,
+        }
 
 
 class FP16(_MpiuccCodec):
@@ -83,8 +98,9 @@ class FP16(_MpiuccCodec):
     codec_id = "mpiucc.fp16"
     _codec = "fp16"
 
-    def __init__(self, checksum: bool = False):
+    def __init__(self, checksum: bool = False, dtype: str | None = None):
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
 
@@ -94,23 +110,35 @@ class BF16(_MpiuccCodec):
     codec_id = "mpiucc.bf16"
     _codec = "bf16"
 
-    def __init__(self, checksum: bool = False):
+    def __init__(self, checksum: bool = False, dtype: str | None = None):
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
 
 class _Blockwise(_MpiuccCodec):
-    def __init__(self, block_size: int = 0, rounding: str = "nearest", seed: int = 0,
-                 checksum: bool = False):
+    def __init__(
+        self,
+        block_size: int = 0,
+        rounding: str = "nearest",
+        seed: int = 0,
+        checksum: bool = False,
+        dtype: str | None = None,
+    ):
         self.block_size = block_size
         self.rounding = rounding
         self.seed = seed
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
     def _options(self) -> dict[str, Any]:
-        return {"block_size": self.block_size, "rounding": self.rounding, "seed": self.seed,
-                "checksum": self.checksum}
+        return {
+            "block_size": self.block_size,
+            "rounding": self.rounding,
+            "seed": self.seed,
+            "checksum": self.checksum,
+        }
 
 
 class Int8(_Blockwise):
@@ -133,9 +161,10 @@ class Sign(_MpiuccCodec):
     codec_id = "mpiucc.sign"
     _codec = "sign"
 
-    def __init__(self, block_size: int = 0, checksum: bool = False):
+    def __init__(self, block_size: int = 0, checksum: bool = False, dtype: str | None = None):
         self.block_size = block_size
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
     def _options(self) -> dict[str, Any]:
@@ -148,18 +177,31 @@ class QSGD(_MpiuccCodec):
     codec_id = "mpiucc.qsgd"
     _codec = "qsgd"
 
-    def __init__(self, levels: int = 16, block_size: int = 0, rounding: str = "stochastic",
-                 seed: int = 0, checksum: bool = False):
+    def __init__(
+        self,
+        levels: int = 16,
+        block_size: int = 0,
+        rounding: str = "stochastic",
+        seed: int = 0,
+        checksum: bool = False,
+        dtype: str | None = None,
+    ):
         self.levels = levels
         self.block_size = block_size
         self.rounding = rounding
         self.seed = seed
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
     def _options(self) -> dict[str, Any]:
-        return {"levels": self.levels, "block_size": self.block_size,
-                "rounding": self.rounding, "seed": self.seed, "checksum": self.checksum}
+        return {
+            "levels": self.levels,
+            "block_size": self.block_size,
+            "rounding": self.rounding,
+            "seed": self.seed,
+            "checksum": self.checksum,
+        }
 
 
 class TopK(_MpiuccCodec):
@@ -168,10 +210,13 @@ class TopK(_MpiuccCodec):
     codec_id = "mpiucc.topk"
     _codec = "topk"
 
-    def __init__(self, k: int = 16, block_size: int = 0, checksum: bool = False):
+    def __init__(
+        self, k: int = 16, block_size: int = 0, checksum: bool = False, dtype: str | None = None
+    ):
         self.k = k
         self.block_size = block_size
         self.checksum = bool(checksum)
+        self.dtype = dtype
         self._validate()
 
     def _options(self) -> dict[str, Any]:
