@@ -79,7 +79,7 @@ def byte_view(arr: np.ndarray, what: str, writable: bool = False) -> np.ndarray:
         raise ValueError(f"{what} must be C-contiguous")
     if writable and not arr.flags.writeable:
         raise ValueError(f"{what} is read-only")
-    return arr.reshape(-1).view(np.uint8)
+    return (arr if arr.ndim == 1 else arr.reshape(-1)).view(np.uint8)
 
 
 def source(
@@ -111,8 +111,11 @@ def target(out: object, dtype: str, count: int, what: str = "out") -> np.ndarray
     return byte_view(arr, what, writable=True)
 
 
-def bytes_of(buf: object, what: str, writable: bool = False) -> np.ndarray:
-    """Flat uint8 view of any contiguous buffer (frames, output byte buffers)."""
+def bytes_of(buf: object, what: str, writable: bool = False) -> object:
+    """Flat uint8 view of any contiguous buffer (frames, output byte buffers); bytearray
+    (and bytes, when read only) pass as they are."""
+    if type(buf) is bytearray or (type(buf) is bytes and not writable):
+        return buf
     arr, _ = as_array(buf, what)
     return byte_view(arr, what, writable)
 

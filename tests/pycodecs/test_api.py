@@ -292,3 +292,15 @@ def test_crc32c_check_value():
     from pycodecs import _ext
 
     assert _ext.crc32c(b"123456789") == 0xE3069283
+
+
+def test_typed_buffers_carry_their_dtype():
+    import array
+
+    for code, dtype in (("f", "float32"), ("d", "float64")):
+        buf = array.array(code, [1.0, -2.5, 3.25])
+        frame = pycodecs.compress(buf, "raw")
+        assert pycodecs.header(frame).dtype == dtype
+        assert pycodecs.decompress(frame).tolist() == [1.0, -2.5, 3.25]
+    with pytest.raises(TypeError):
+        pycodecs.compress(array.array("i", [1, 2]), "raw")

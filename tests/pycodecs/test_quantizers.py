@@ -14,10 +14,12 @@ from pycodecs_support import (
     compress_or_skip,
     from_f64,
     half_ulp,
+    has_avx2,
     hsettings,
     requires_codec,
     roundtrip_all,
     sample,
+    simd,
     to_f64,
 )
 
@@ -82,6 +84,36 @@ def test_deterministic_for_a_seed(codec):
     x = sample("float32", 500, seed=4)
     opts = {**OPTIONS[codec], "seed": 99}
     assert pycodecs.compress(x, codec, **opts) == pycodecs.compress(x, codec, **opts)
+
+
+@pytest.mark.skipif(not has_avx2(), reason="CPU without AVX2")
+@pytest.mark.parametrize("codec", codec_params(("raw", *QUANTIZERS)))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_generic_and_avx2_identical(codec, dtype):
+    """Frames, decoded values, sums and residuals are bit-identical on both kernel paths."""
+    for n in (1, 31, 1000, 4099):
+        x = sample(dtype, n, seed=n)
+        got = []
+        for level in ("generic", "avx2"):
+            with simd(level):
+                frame = bytes(compress_or_skip(x, codec, dtype=carrier(dtype), **OPTIONS[codec]))
+                acc = sample(dtype, n, seed=7)
+                pycodecs.decompress_add(frame, acc)
+                r = sample(dtype, n, seed=8)
+                ef = pycodecs.compress_ef(x, r, codec, dtype=carrier(dtype), **OPTIONS[codec])
+                got.append(
+                    (
+                        frame,
+                        pycodecs.decompress(frame).tobytes(),
+                        acc.tobytes(),
+                        bytes(ef),
+                        r.tobytes(),
+                    )
+                )
+        for what, a, b in zip(
+            ("frame", "decoded", "sum", "ef frame", "residual"), *got, strict=True
+        ):
+            assert a == b, f"{what} differs between generic and avx2 (n={n})"
 
 
 # ---- fp16 and bf16: round to nearest even, within half an ulp ----
