@@ -1,0 +1,42 @@
+"""pycodecs: the Python face of the mpiucc codecs (error-bounded and quantizing float codecs).
+
+Imports numpy only; torch tensors are accepted without importing torch, and the numcodecs
+classes live in pycodecs.numcodecs_codecs.
+"""
+
+from pycodecs._ext import CodecError
+from pycodecs._params import CODECS, DTYPES, Header
+from pycodecs.api import (
+    compress,
+    compress_bound,
+    compress_ef,
+    decompress,
+    decompress_add,
+    ebq_add,
+    ebq_quantize,
+    header,
+    pack_indices,
+    set_simd_level,
+    simd_level,
+    unpack_indices,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "CODECS",
+    "DTYPES",
+    "CodecError",
+    "Header",
+    "compress",
+    "compress_bound",
+    "compress_ef",
+    "decompress",
+    "decompress_add",
+    "ebq_add",
+    "ebq_quantize",
+    "header",
+    "pack_indices",
+    "set_simd_level",
+    "simd_level",
+    "unpack_indices",
+]

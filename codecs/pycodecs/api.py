@@ -1,0 +1,211 @@
+"""The functional API: compress, decompress and the ebq integer-domain helpers.
+
+Argument errors are raised here (ValueError, TypeError) before any C call; the C library's
+own refusals come back as CodecError. Every C call runs with the GIL released.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pycodecs import _ext
+from pycodecs._buffers import NUMPY_DTYPES, bytes_of, int_array, source, target
+from pycodecs._params import (
+    DTYPES,
+    SIMD_LEVELS,
+    Header,
+    choice,
+    make_params,
+    params_from,
+    uint,
+)
+
+Buffer = Any  # numpy array, CPU torch tensor, or any object with the buffer protocol
+
+
+def _finish(emit, bound: int, out: Buffer | None) -> bytearray | memoryview:
+    """Run emit(dst) -> size into a new exact-size bytearray, or into out."""
+    if out is None:
+        buf = _ext.empty_bytearray(bound)
+        del buf[emit(buf) :]
+        return buf
+    dst = bytes_of(out, "out", writable=True)
+    return memoryview(dst)[: emit(dst)]
+
+
+def compress(
+    x: Buffer,
+    codec: str = "ebq",
+    *,
+    error_bound: float | None = None,
+    mode: str = "abs",
+    level: str = "fast",
+    predictor: str = "none",
+    block_size: int = 0,
+    levels: int = 0,
+    rounding: str = "nearest",
+    seed: int = 0,
+    checksum: bool = False,
+    dtype: str | None = None,
+    out: Buffer | None = None,
+) -> bytearray | memoryview:
+    """Compress x into one frame.
+
+    error_bound, mode ("abs"|"rel"), level ("fast"|"dense") and predictor ("none"|"delta")
+    are for ebq; block_size (0: the codec's default), levels (qsgd: s; topk: k per block),
+    rounding ("nearest"|"stochastic") and seed for the quantizers; checksum adds a payload
+    CRC-32C. dtype names the element type of a raw byte buffer or of int16 bfloat16 bits.
+    Returns a bytearray of the frame's exact size, or with out= a memoryview of out[:size].
+    """
+    src, name, count = source(x, dtype)
+    p = make_params(
+        codec,
+        name,
+        error_bound,
+        mode,
+        level,
+        predictor,
+        block_size,
+        levels,
+        rounding,
+        seed,
+        bool(checksum),
+    )
+    bound = _ext.compress_bound(p, count) if out is None else 0
+    return _finish(lambda dst: _ext.compress(p, src, count, dst), bound, out)
+
+
+def compress_ef(
+    x: Buffer,
+    residual: Buffer,
+    codec: str = "ebq",
+    *,
+    error_bound: float | None = None,
+    mode: str = "abs",
+    level: str = "fast",
+    predictor: str = "none",
+    block_size: int = 0,
+    levels: int = 0,
+    rounding: str = "nearest",
+    seed: int = 0,
+    checksum: bool = False,
+    dtype: str | None = None,
+    out: Buffer | None = None,
+) -> bytearray | memoryview:
+    """Compress v = x + residual with error feedback; residual becomes v - decoded.
+
+    residual has x's dtype and element count and is updated in place. Keywords and return
+    value as for compress.
+    """
+    src, name, count = source(x, dtype)
+    res, _, res_count = source(residual, name, "residual", writable=True)
+    if res_count != count:
+        raise ValueError(f"residual has {res_count} elements; x has {count}")
+    p = make_params(
+        codec,
+        name,
+        error_bound,
+        mode,
+        level,
+        predictor,
+        block_size,
+        levels,
+        rounding,
+        seed,
+        bool(checksum),
+    )
+    bound = _ext.compress_bound(p, count) if out is None else 0
+    return _finish(lambda dst: _ext.compress_ef(p, src, res, count, dst), bound, out)
+
+
+def header(frame: Buffer) -> Header:
+    """The validated header of a frame."""
+    return Header.from_c(_ext.read_header(bytes_of(frame, "frame")))
+
+
+def decompress(frame: Buffer, out: Buffer | None = None) -> Any:
+    """Decode a frame: a new 1-D numpy array of the frame's dtype (bfloat16 as int16 bits),
+    or into out (numpy array or CPU tensor of that dtype and element count), returning out."""
+    src = bytes_of(frame, "frame")
+    h = _ext.read_header(src)
+    dtype, count = DTYPES[h[2] - 1], h[4]
+    if out is None:
+        arr = np.empty(count, NUMPY_DTYPES[dtype])
+        _ext.decompress(src, arr.view(np.uint8))
+        return arr
+    _ext.decompress(src, target(out, dtype, count))
+    return out
+
+
+def decompress_add(frame: Buffer, out: Buffer) -> Any:
+    """out += decoded frame (in the frame's dtype); returns out."""
+    src = bytes_of(frame, "frame")
+    h = _ext.read_header(src)
+    _ext.decompress_add(src, target(out, DTYPES[h[2] - 1], h[4]))
+    return out
+
+
+def compress_bound(count: int, dtype: str = "float32", codec: str = "ebq", **options: Any) -> int:
+    """Frame size in bytes that always suffices for count elements (options as compress)."""
+    return _ext.compress_bound(params_from(codec, dtype, options), uint("count", count, 63))
+
+
+def ebq_add(a: Buffer, b: Buffer, out: Buffer | None = None) -> bytearray | memoryview:
+    """The ebq frame whose indices are the exact sums of those of frames a and b."""
+    fa, fb = bytes_of(a, "a"), bytes_of(b, "b")
+    bound = 0
+    if out is None:
+        bound = _ext.ebq_add_bound(fa, fb)
+        if bound == 0:  # the frames cannot be added: let the C library say why
+            _ext.ebq_add(fa, fb, bytearray())
+    return _finish(lambda dst: _ext.ebq_add(fa, fb, dst), bound, out)
+
+
+def ebq_quantize(x: Buffer, error_bound: float, indices_out: Buffer) -> np.ndarray:
+    """Grid indices of x (ebq, absolute bound) into indices_out (int32, x's element count);
+    returns the positions of outliers (NaN, Inf, out of range), whose index is 0."""
+    src, name, count = source(x)
+    idx = int_array(indices_out, np.int32, "indices_out", writable=True)
+    if idx.size != count:
+        raise ValueError(f"indices_out has {idx.size} elements; x has {count}")
+    p = params_from("ebq", name, {"error_bound": error_bound})
+    positions = np.empty(count, np.uint64)
+    n = _ext.ebq_quantize(p, src, count, idx, positions)
+    return positions[:n].copy()
+
+
+def pack_indices(indices: Buffer, out: Buffer | None = None) -> bytearray | memoryview:
+    """Pack int32 indices into the ebq fast-level block stream."""
+    idx = int_array(indices, np.int32, "indices")
+    bound = 0
+    if out is None:
+        bound = _ext.pack_bound(idx.size)
+        if bound == 0:
+            _ext.pack_indices(idx, bytearray())
+    return _finish(lambda dst: _ext.pack_indices(idx, dst), bound, out)
+
+
+def unpack_indices(buf: Buffer, count: int, out: Buffer | None = None) -> Any:
+    """count int32 indices from a block stream made by pack_indices (into out if given)."""
+    count = uint("count", count, 62)
+    if out is None:
+        result = idx = np.empty(count, np.int32)
+    else:
+        result, idx = out, int_array(out, np.int32, "out", writable=True)
+        if idx.size != count:
+            raise ValueError(f"out has {idx.size} elements, not {count}")
+    _ext.unpack_indices(bytes_of(buf, "buf"), idx)
+    return result
+
+
+def simd_level() -> str:
+    """The SIMD level the kernels use: "avx2" or "generic"."""
+    return _ext.simd_level()
+
+
+def set_simd_level(level: str) -> str:
+    """Force a SIMD level (tests, benches); returns the level in force, lower if the CPU
+    lacks the one asked. Not safe while codec calls run in other threads."""
+    return _ext.set_simd_level(choice("level", level, SIMD_LEVELS))
