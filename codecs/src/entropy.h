@@ -17,8 +17,8 @@
  *                                 (1..P), then the k = b - 1 bits of f below its top bit;
  *                                 the last symbol's frequency is 2^P minus the others' sum
  *                                 and must be at least 1
- *               RANS_LANES initial decoder states, 4 bytes each, each in [2^16, 2^32);
- *               then 16-bit words up to the end of the stream.
+ *               then 16-bit words, then RANS_LANES initial decoder states, 4 bytes each,
+ *               each in [2^16, 2^32), which end the stream.
  *
  * Symbols go in groups of RANS_LANES; symbol i is coded by lane i % RANS_LANES with the table
  * of its group's context: with S the sum of the previous group's symbols (0 for the first

@@ -202,8 +202,9 @@ static mpiucc_status put_raw(const uint8_t *sym, size_t n, uint8_t *out, size_t 
     return MPIUCC_OK;
 }
 
-/* The rANS mode into out[0..room); 0 when it does not fit. */
-static size_t put_rans(const uint8_t *sym, size_t n, const rans_model *m,
+/* The rANS mode into out[0..room); 0 when it does not fit. Not inlined: its 32 KiB of
+ * tables and the model's histograms need not share one stack frame. */
+static __attribute__((noinline)) size_t put_rans(const uint8_t *sym, size_t n, const rans_model *m,
                        const uint16_t freq[RANS_MAX_CTX][256], uint8_t *out, size_t room) {
     if (room < 2) return 0;
     out[0] = 2;
@@ -218,17 +219,18 @@ static size_t put_rans(const uint8_t *sym, size_t n, const rans_model *m,
     for (int c = 0; c < m->nctx; c++) build_enc(freq[c], m->prob_bits, enc[c]);
     for (unsigned b = 0; b < RANS_FINE; b++) ctx_of_len[b] = (uint8_t)rans_context(m, b);
 
-    /* Words go down from the end of the room; the states go between them and the tables. */
-    size_t head = (size_t)(w.p - out) + 4 * RANS_LANES;
-    if (room < head) return 0;
+    /* Words go down from the end of the room less the states, then move up to the tables;
+     * the states follow them. */
+    size_t head = (size_t)(w.p - out), tail = 4 * RANS_LANES;
+    if (room < head + tail) return 0;
     uint32_t st[RANS_LANES];
     uint8_t *lo = encode_lanes((const rans_enc_sym(*)[256])enc, ctx_of_len, sym, n,
-                               out + head, out + room, st);
+                               out + head, out + room - tail, st);
     if (!lo) return 0;
-    size_t words = (size_t)(out + room - lo);
+    size_t words = (size_t)(out + room - tail - lo);
     memmove(out + head, lo, words);
-    for (int l = 0; l < RANS_LANES; l++) mpiucc_put_u32(out + head - 4 * (RANS_LANES - l), st[l]);
-    return head + words;
+    for (int l = 0; l < RANS_LANES; l++) mpiucc_put_u32(out + head + words + 4 * l, st[l]);
+    return head + words + tail;
 }
 
 mpiucc_status mpiucc_rans_encode(const uint8_t *sym, size_t n, uint8_t *out, size_t cap,

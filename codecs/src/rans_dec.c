@@ -103,7 +103,9 @@ static inline uint32_t get_u16(const uint8_t *p) {
         RANS_REFILL(x, y_, q);                                                 \
     } while (0)
 
-/* Whole groups while at least 2 bytes per lane remain; returns the symbols decoded. */
+/* Whole groups while at least 2 bytes per lane remain before end (words or the states after
+ * them: loads may reach into the states, consumption is checked later); returns the symbols
+ * decoded and leaves *pp after the words consumed. */
 static inline __attribute__((always_inline)) size_t
 decode_groups(const rans_dec_tables *t, const int P, const uint8_t **pp, const uint8_t *end,
               uint32_t x[RANS_LANES], uint8_t *sym, size_t n) {
@@ -194,21 +196,28 @@ static mpiucc_status decode_rans(const uint8_t *in, size_t in_size, uint8_t *sym
         mpiucc_status st = read_table(&r, m.prob_bits, t.slot + (c << m.prob_bits), t.info[c]);
         if (st != MPIUCC_OK) return st;
     }
-    for (uint32_t sum = 0; sum <= MAX_SUM; sum++)
-        t.ctx_of_sum[sum] = (uint8_t)rans_context(&m, rans_bit_length(sum));
+    t.ctx_of_sum[0] = (uint8_t)rans_context(&m, 0); /* sums of bit length b: [2^(b-1), 2^b) */
+    for (unsigned b = 1; b < RANS_FINE; b++) {
+        uint32_t lo = 1u << (b - 1), hi = (1u << b) - 1;
+        if (hi > MAX_SUM) hi = MAX_SUM;
+        memset(t.ctx_of_sum + lo, (int)rans_context(&m, b), hi - lo + 1);
+    }
 
-    const uint8_t *p = r.p; /* the padding bits of the last byte are ignored */
+    /* Words from the end of the tables (the padding bits of their last byte are ignored) up
+     * to the states, the last 4 * RANS_LANES bytes. */
+    const uint8_t *p = r.p;
     if ((size_t)(end - p) < 4 * RANS_LANES) return MPIUCC_ERR_TRUNCATED;
+    const uint8_t *words_end = end - 4 * RANS_LANES;
     uint32_t x[RANS_LANES];
     for (int l = 0; l < RANS_LANES; l++) {
-        x[l] = mpiucc_get_u32(p + 4 * l);
+        x[l] = mpiucc_get_u32(words_end + 4 * l);
         if (x[l] < RANS_L) return MPIUCC_ERR_CORRUPT;
     }
-    p += 4 * RANS_LANES;
     size_t i = m.prob_bits == 12   ? decode_groups_12(&t, &p, end, x, sym, n)
                : m.prob_bits == 13 ? decode_groups_13(&t, &p, end, x, sym, n)
                                    : decode_groups_14(&t, &p, end, x, sym, n);
-    return decode_rest(&t, m.prob_bits, p, end, x, sym, n, i);
+    if (p > words_end) return MPIUCC_ERR_CORRUPT;
+    return decode_rest(&t, m.prob_bits, p, words_end, x, sym, n, i);
 }
 
 mpiucc_status mpiucc_rans_decode(const uint8_t *in, size_t in_size, uint8_t *sym, size_t n) {

@@ -11,12 +11,13 @@ typedef uint32_t fine_hist[RANS_FINE][256 + RANS_LANES];
 
 static void count_groups(const uint8_t *sym, size_t groups, uint32_t prev, fine_hist h) {
     for (size_t g = 0; g < groups; g++, sym += RANS_LANES) {
-        uint32_t *row = h[rans_bit_length(prev)];
+        uint32_t *row = h[31 - __builtin_clz(2 * prev + 1)]; /* bit length of prev */
         uint64_t w;
         memcpy(&w, sym, 8);
+        /* zero bytes become 256 + k: ((s - 1) >> 8) is all ones for s = 0 only */
         for (int k = 0; k < RANS_LANES; k++) {
             uint32_t s = (uint32_t)(w >> (8 * k)) & 0xffu;
-            row[s ? s : 256u + (uint32_t)k]++;
+            row[s | (((s - 1) >> 8) & (256u + (uint32_t)k))]++;
         }
         prev = rans_sum8(w);
     }
