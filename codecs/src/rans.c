@@ -86,8 +86,13 @@ static inline void put_u16(uint8_t *p, uint32_t v) {
     memcpy(p, &w, 2);
 }
 
+/* The high 64 bits of x * rcp (x < 2^32, so they fit in 32 bits). */
 static inline uint32_t mul_hi(uint32_t x, uint64_t rcp) {
+#ifdef __SIZEOF_INT128__
     return (uint32_t)(((unsigned __int128)x * rcp) >> 64);
+#else
+    return (uint32_t)(((uint64_t)x * (rcp >> 32) + (((uint64_t)x * (uint32_t)rcp) >> 32)) >> 32);
+#endif
 }
 
 /* One coding step of lane state x for symbol s with the context's table e. A state above
