@@ -96,8 +96,9 @@ static inline uint32_t mul_hi(uint32_t x, uint64_t rcp) {
 }
 
 /* One coding step of lane state x for symbol s with the context's table e. A state above
- * x_lim first emits its low 16 bits as the word at wp[r] and r decreases by one; the store
- * itself is unconditional (the caller keeps room), so no branch depends on the data. */
+ * x_lim first emits its low 16 bits as the word at wp + 2 r, and r (minus the words written
+ * so far) decreases by one; the store itself is unconditional (the caller keeps room), so no
+ * branch depends on the data. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(MPIUCC_RANS_NO_ASM)
 #define RANS_SHRINK(x, lim, r) /* if (x > lim) x >>= 16, r--; with flags, not branches */ \
     __asm__("cmpl %[st], %[lm]\n\tcmovbl %[hi], %[st]\n\tsbbq $0, %[wr]"              \
@@ -209,8 +210,10 @@ static mpiucc_status put_raw(const uint8_t *sym, size_t n, uint8_t *out, size_t 
 
 /* The rANS mode into out[0..room); 0 when it does not fit. Not inlined: its 32 KiB of
  * tables and the model's histograms need not share one stack frame. */
-static __attribute__((noinline)) size_t put_rans(const uint8_t *sym, size_t n, const rans_model *m,
-                       const uint16_t freq[RANS_MAX_CTX][256], uint8_t *out, size_t room) {
+static __attribute__((noinline)) size_t put_rans(const uint8_t *sym, size_t n,
+                                                 const rans_model *m,
+                                                 const uint16_t freq[RANS_MAX_CTX][256],
+                                                 uint8_t *out, size_t room) {
     if (room < 2) return 0;
     out[0] = 2;
     out[1] = (uint8_t)((m->nctx - 1) | m->shift << 3 | (m->prob_bits - RANS_MIN_PROB) << 6);
