@@ -14,6 +14,11 @@ static void count_groups(const uint8_t *sym, size_t groups, uint32_t prev, fine_
         uint32_t *row = h[31 - __builtin_clz(2 * prev + 1)]; /* bit length of prev */
         uint64_t w;
         memcpy(&w, sym, 8);
+        if (w == 0) { /* common in skewed data, and in runs: predictable */
+            row[256] += RANS_LANES;
+            prev = 0;
+            continue;
+        }
         /* zero bytes become 256 + k: ((s - 1) >> 8) is all ones for s = 0 only */
         for (int k = 0; k < RANS_LANES; k++) {
             uint32_t s = (uint32_t)(w >> (8 * k)) & 0xffu;
