@@ -1,0 +1,242 @@
+/* rANS decoder: stream parsing and validation, interleaved table-driven decoding with
+ * contexts (entropy.h). */
+#include "entropy.h"
+#include "internal.h"
+
+#define MAX_SUM (255 * RANS_LANES)
+
+/* Everything the decoding loop looks up. */
+typedef struct {
+    uint8_t slot[1u << 15];            /* context c's slot -> symbol at slot[c << P] */
+    uint32_t info[RANS_MAX_CTX][256];  /* f | cum << 16 */
+    uint8_t ctx_of_sum[MAX_SUM + 1];   /* context of a group whose previous group sums so */
+} rans_dec_tables;
+
+/* LSB-first bit reader that reports running past the end. */
+typedef struct {
+    const uint8_t *p, *end;
+    uint64_t acc;
+    int bits;
+    int overrun;
+} bit_reader;
+
+static uint32_t get_bits(bit_reader *r, int nbits) {
+    while (r->bits < nbits) {
+        if (r->p == r->end) {
+            r->overrun = 1;
+            return 0;
+        }
+        r->acc |= (uint64_t)*r->p++ << r->bits;
+        r->bits += 8;
+    }
+    uint32_t v = (uint32_t)(r->acc & ((1u << nbits) - 1));
+    r->acc >>= nbits;
+    r->bits -= nbits;
+    return v;
+}
+
+/* Parse and validate one frequency table: fill slot -> symbol and symbol -> (f, cum). */
+static mpiucc_status read_table(bit_reader *r, int prob_bits, uint8_t *slot, uint32_t info[256]) {
+    uint32_t scale = 1u << prob_bits, cum = 0;
+    int nused = (int)get_bits(r, 8) + 1, prev = -1;
+    for (int k = 0; k < nused; k++) {
+        int s;
+        if (get_bits(r, 1)) {
+            if (k == 0 || prev == 255) return MPIUCC_ERR_CORRUPT;
+            s = prev + 1;
+        } else {
+            s = (int)get_bits(r, 8);
+            if (s <= prev && !r->overrun) return MPIUCC_ERR_CORRUPT;
+        }
+        uint32_t f = scale - cum;
+        if (k + 1 < nused) {
+            int b = (int)get_bits(r, 4);
+            if (r->overrun) return MPIUCC_ERR_TRUNCATED;
+            if (b < 1 || b > prob_bits) return MPIUCC_ERR_CORRUPT;
+            f = (1u << (b - 1)) | get_bits(r, b - 1);
+            if (cum + f >= scale && !r->overrun) return MPIUCC_ERR_CORRUPT;
+        }
+        if (r->overrun) return MPIUCC_ERR_TRUNCATED;
+        memset(slot + cum, s, f);
+        info[s] = f | cum << 16;
+        cum += f;
+        prev = s;
+    }
+    return MPIUCC_OK;
+}
+
+static inline uint32_t get_u16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap16(v);
+#endif
+    return v;
+}
+
+/* if (x < RANS_L) x = y, q++; with flags, not branches (compilers tend to branch here). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(MPIUCC_RANS_NO_ASM)
+#define RANS_REFILL(x, y, q)                                                                \
+    __asm__("cmpl $0x10000, %[st]\n\tcmovbl %[nx], %[st]\n\tadcq $0, %[wq]"                 \
+            : [st] "+r"(x), [wq] "+r"(q)                                                    \
+            : [nx] "r"(y)                                                                   \
+            : "cc")
+#else
+#define RANS_REFILL(x, y, q)           \
+    do {                               \
+        uint32_t small_ = (x) < RANS_L; \
+        (x) = small_ ? (y) : (x);      \
+        (q) += small_;                 \
+    } while (0)
+#endif
+
+/* Decode one symbol s of lane state x with the group's tables, then refill x from word q at
+ * p when it fell below RANS_L. The word is loaded whether or not it is used (the caller
+ * guarantees two readable bytes), so that no branch depends on the data. */
+#define RANS_DEC_STEP(x, s)                                                    \
+    do {                                                                       \
+        uint32_t slot_ = (x) & ((1u << P) - 1);                                \
+        (s) = slot[slot_];                                                     \
+        uint32_t e_ = info[(s)];                                               \
+        (x) = (e_ & 0xffffu) * ((x) >> P) + slot_ - (e_ >> 16);                \
+        uint32_t y_ = (x) << 16 | get_u16(p + 2 * q);                          \
+        RANS_REFILL(x, y_, q);                                                 \
+    } while (0)
+
+/* Whole groups while at least 2 bytes per lane remain before end (words or the states after
+ * them: loads may reach into the states, consumption is checked later); returns the symbols
+ * decoded and leaves *pp after the words consumed. */
+static inline __attribute__((always_inline)) size_t
+decode_groups(const rans_dec_tables *t, const int P, const uint8_t **pp, const uint8_t *end,
+              uint32_t x[RANS_LANES], uint8_t *sym, size_t n) {
+    const uint8_t *p = *pp;
+    size_t q = 0;
+    uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+    uint32_t x4 = x[4], x5 = x[5], x6 = x[6], x7 = x[7];
+    uint32_t c = t->ctx_of_sum[0];
+    size_t i = 0;
+    for (; n - i >= RANS_LANES && (size_t)(end - p) - 2 * q >= 2 * RANS_LANES; i += RANS_LANES) {
+        const uint8_t *slot = t->slot + (c << P);
+        const uint32_t *info = t->info[c];
+        uint32_t s, sum;
+        RANS_DEC_STEP(x0, s);
+        sym[i] = (uint8_t)s, sum = s;
+        RANS_DEC_STEP(x1, s);
+        sym[i + 1] = (uint8_t)s, sum += s;
+        RANS_DEC_STEP(x2, s);
+        sym[i + 2] = (uint8_t)s, sum += s;
+        RANS_DEC_STEP(x3, s);
+        sym[i + 3] = (uint8_t)s, sum += s;
+        RANS_DEC_STEP(x4, s);
+        sym[i + 4] = (uint8_t)s, sum += s;
+        RANS_DEC_STEP(x5, s);
+        sym[i + 5] = (uint8_t)s, sum += s;
+        RANS_DEC_STEP(x6, s);
+        sym[i + 6] = (uint8_t)s, sum += s;
+        RANS_DEC_STEP(x7, s);
+        sym[i + 7] = (uint8_t)s, sum += s;
+        c = t->ctx_of_sum[sum];
+    }
+    x[0] = x0, x[1] = x1, x[2] = x2, x[3] = x3, x[4] = x4, x[5] = x5, x[6] = x6, x[7] = x7;
+    *pp = p + 2 * q;
+    return i;
+}
+
+static size_t decode_groups_12(const rans_dec_tables *t, const uint8_t **pp, const uint8_t *end,
+                               uint32_t *x, uint8_t *sym, size_t n) {
+    return decode_groups(t, 12, pp, end, x, sym, n);
+}
+static size_t decode_groups_13(const rans_dec_tables *t, const uint8_t **pp, const uint8_t *end,
+                               uint32_t *x, uint8_t *sym, size_t n) {
+    return decode_groups(t, 13, pp, end, x, sym, n);
+}
+static size_t decode_groups_14(const rans_dec_tables *t, const uint8_t **pp, const uint8_t *end,
+                               uint32_t *x, uint8_t *sym, size_t n) {
+    return decode_groups(t, 14, pp, end, x, sym, n);
+}
+
+/* The symbols from i on, every read checked; then the end-of-stream checks. */
+static mpiucc_status decode_rest(const rans_dec_tables *t, int P, const uint8_t *p,
+                                 const uint8_t *end, uint32_t x[RANS_LANES], uint8_t *sym,
+                                 size_t n, size_t i) {
+    uint32_t c = 0;
+    for (; i < n; i++) {
+        if (i % RANS_LANES == 0) {
+            uint32_t sum = 0;
+            if (i)
+                for (int k = 1; k <= RANS_LANES; k++) sum += sym[i - (size_t)k];
+            c = t->ctx_of_sum[sum];
+        }
+        uint32_t *xl = &x[i % RANS_LANES];
+        uint32_t slot = *xl & ((1u << P) - 1), s = t->slot[(c << P) + slot], e = t->info[c][s];
+        *xl = (e & 0xffffu) * (*xl >> P) + slot - (e >> 16);
+        sym[i] = (uint8_t)s;
+        if (*xl < RANS_L) {
+            if (end - p < 2) return MPIUCC_ERR_TRUNCATED;
+            *xl = *xl << 16 | get_u16(p);
+            p += 2;
+        }
+    }
+    if (p != end) return MPIUCC_ERR_CORRUPT;
+    for (int l = 0; l < RANS_LANES; l++)
+        if (x[l] != RANS_L) return MPIUCC_ERR_CORRUPT;
+    return MPIUCC_OK;
+}
+
+static mpiucc_status decode_rans(const uint8_t *in, size_t in_size, uint8_t *sym, size_t n) {
+    const uint8_t *end = in + in_size;
+    if (in_size < 2) return MPIUCC_ERR_TRUNCATED;
+    rans_model m = {(in[1] & 7) + 1, (in[1] >> 3) & 7, RANS_MIN_PROB + (in[1] >> 6)};
+    if (m.prob_bits > RANS_MAX_PROB || (m.nctx << m.prob_bits) > (1 << 15))
+        return MPIUCC_ERR_CORRUPT;
+
+    rans_dec_tables t;
+    bit_reader r = {in + 2, end, 0, 0, 0};
+    for (int c = 0; c < m.nctx; c++) {
+        mpiucc_status st = read_table(&r, m.prob_bits, t.slot + (c << m.prob_bits), t.info[c]);
+        if (st != MPIUCC_OK) return st;
+    }
+    t.ctx_of_sum[0] = (uint8_t)rans_context(&m, 0); /* sums of bit length b: [2^(b-1), 2^b) */
+    for (unsigned b = 1; b < RANS_FINE; b++) {
+        uint32_t lo = 1u << (b - 1), hi = (1u << b) - 1;
+        if (hi > MAX_SUM) hi = MAX_SUM;
+        memset(t.ctx_of_sum + lo, (int)rans_context(&m, b), hi - lo + 1);
+    }
+
+    /* Words from the end of the tables (the padding bits of their last byte are ignored) up
+     * to the states, the last 4 * RANS_LANES bytes. */
+    const uint8_t *p = r.p;
+    if ((size_t)(end - p) < 4 * RANS_LANES) return MPIUCC_ERR_TRUNCATED;
+    const uint8_t *words_end = end - 4 * RANS_LANES;
+    uint32_t x[RANS_LANES];
+    for (int l = 0; l < RANS_LANES; l++) {
+        x[l] = mpiucc_get_u32(words_end + 4 * l);
+        if (x[l] < RANS_L) return MPIUCC_ERR_CORRUPT;
+    }
+    size_t i = m.prob_bits == 12   ? decode_groups_12(&t, &p, end, x, sym, n)
+               : m.prob_bits == 13 ? decode_groups_13(&t, &p, end, x, sym, n)
+                                   : decode_groups_14(&t, &p, end, x, sym, n);
+    if (p > words_end) return MPIUCC_ERR_CORRUPT;
+    return decode_rest(&t, m.prob_bits, p, words_end, x, sym, n, i);
+}
+
+mpiucc_status mpiucc_rans_decode(const uint8_t *in, size_t in_size, uint8_t *sym, size_t n) {
+    if ((!in && in_size) || (!sym && n)) return MPIUCC_ERR_ARG;
+    if (in_size < 1) return MPIUCC_ERR_TRUNCATED;
+    switch (in[0]) {
+    case 0:
+        if (in_size - 1 < n) return MPIUCC_ERR_TRUNCATED;
+        if (in_size - 1 > n) return MPIUCC_ERR_CORRUPT;
+        if (n) memcpy(sym, in + 1, n);
+        return MPIUCC_OK;
+    case 1:
+        if (in_size < 2) return MPIUCC_ERR_TRUNCATED;
+        if (in_size > 2 || n == 0) return MPIUCC_ERR_CORRUPT;
+        memset(sym, in[1], n);
+        return MPIUCC_OK;
+    case 2:
+        return decode_rans(in, in_size, sym, n);
+    default:
+        return MPIUCC_ERR_CORRUPT;
+    }
+}
