@@ -108,7 +108,6 @@ static mpiucc_status ebq_check_params(const mpiucc_params *p) {
         p->level > MPIUCC_LEVEL_DENSE || (p->block_size && p->block_size != EBQ_BLOCK) ||
         p->levels || p->rounding != MPIUCC_ROUND_NEAREST)
         return MPIUCC_ERR_ARG;
-    if (p->level == MPIUCC_LEVEL_DENSE && !ebq_dense_available()) return MPIUCC_ERR_UNSUPPORTED;
     return MPIUCC_OK;
 }
 
@@ -269,7 +268,6 @@ static mpiucc_status ebq_check_header(const mpiucc_header *h) {
     if (h->block != EBQ_BLOCK || (h->aux >> 16) || level > MPIUCC_LEVEL_DENSE ||
         pred > MPIUCC_PREDICTOR_DELTA || !(h->param > 0) || !(h->param <= DBL_MAX))
         return MPIUCC_ERR_CORRUPT;
-    if (level == MPIUCC_LEVEL_DENSE && !ebq_dense_available()) return MPIUCC_ERR_UNSUPPORTED;
     uint64_t head = level ? EBQ_DENSE_SUBHEADER : EBQ_SUBHEADER + ebq_nblocks(h->count);
     if (h->payload_size < head) return MPIUCC_ERR_CORRUPT;
     return MPIUCC_OK;

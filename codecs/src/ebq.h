@@ -297,7 +297,6 @@ static inline void ebq_reader_block(ebq_reader *r, uint32_t *z) {
 void ebq_reader_free(ebq_reader *r);
 
 /* ---- the dense level (ebq_dense.c; needs entropy.h) ---- */
-int ebq_dense_available(void);
 /* Payload bound without the outlier records. */
 size_t ebq_dense_payload_bound(size_t n, size_t es);
 /* Entropy-code the symbols and write the sub-header (ebq_writer_finish's dense part). */

@@ -3,27 +3,15 @@
  * the rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
  * Payload: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
  * stream, outlier records (as the fast level). Encoding and decoding allocate one scratch
- * buffer of count bytes (the symbols) per call.
- *
- * Built only when the entropy stage (entropy.h) is present; otherwise level DENSE answers
- * MPIUCC_ERR_UNSUPPORTED. */
+ * buffer of count bytes (the symbols) per call. */
 #include <stdlib.h>
 
 #include "ebq.h"
 
-#if defined(__has_include)
-#if __has_include("entropy.h")
-#define EBQ_HAVE_DENSE 1
-#endif
-#endif
-
-#ifdef EBQ_HAVE_DENSE
 #include "entropy.h"
 
 #define ESC 255u
 #define ESC_MAX_BYTES 5 /* varint of a value below 2^32 */
-
-int ebq_dense_available(void) { return 1; }
 
 size_t ebq_dense_payload_bound(size_t n, size_t es) {
     (void)es;
@@ -128,35 +116,3 @@ void ebq_dense_block(ebq_reader *r, uint32_t *z) {
     }
     for (size_t i = m; i < EBQ_BLOCK; i++) z[i] = 0;
 }
-
-#else /* no entropy stage in this build */
-
-int ebq_dense_available(void) { return 0; }
-size_t ebq_dense_payload_bound(size_t n, size_t es) {
-    (void)n;
-    (void)es;
-    return 0;
-}
-int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
-    (void)w;
-    (void)z;
-    (void)orv;
-    return 0;
-}
-mpiucc_status ebq_dense_finish(ebq_writer *w) {
-    (void)w;
-    return MPIUCC_ERR_UNSUPPORTED;
-}
-mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
-                                    const uint8_t *payload) {
-    (void)r;
-    (void)h;
-    (void)payload;
-    return MPIUCC_ERR_UNSUPPORTED;
-}
-void ebq_dense_block(ebq_reader *r, uint32_t *z) {
-    (void)r;
-    memset(z, 0, EBQ_BLOCK * sizeof *z);
-}
-
-#endif
