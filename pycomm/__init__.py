@@ -1,29 +1,20 @@
 """mpiucc's integration package: compressed MPI collectives (and, on top, the torch layer).
 
-``import pycomm`` loads the MPI collectives only; the torch backend and hooks live in
-submodules that import torch themselves.
+``import pycomm`` imports neither torch nor the codecs: the MPI collectives (``pycomm.allreduce``
+and the rest) load on first use, and the torch backend lives in ``pycomm.distributed``, which
+imports torch itself. ``pycomm.info()`` reports the MPI library, UCC and the codecs' SIMD level.
 """
 
-from pycomm.collectives import (
-    CodecSpec,
-    CommStats,
-    Request,
-    SettingsMismatchError,
-    allgather,
-    allreduce,
-    bcast,
-    iallgather,
-    iallreduce,
-    ibcast,
-    irecv,
-    ireduce_scatter,
-    isend,
-    recv,
-    reduce_scatter,
-    send,
-)
+from __future__ import annotations
 
-__all__ = [
+import importlib
+from typing import Any
+
+from pycomm.info import info
+
+__version__ = "0.1.0"
+
+_COLLECTIVES = (
     "CodecSpec",
     "CommStats",
     "Request",
@@ -40,4 +31,20 @@ __all__ = [
     "recv",
     "reduce_scatter",
     "send",
-]
+)
+
+__all__ = [*_COLLECTIVES, "info"]
+
+
+def __getattr__(name: str) -> Any:
+    # The collectives import pycodecs; load them on first use so that `import pycomm.distributed`
+    # and `pycomm.info()` work where the codecs are not built.
+    if name in _COLLECTIVES:
+        value = getattr(importlib.import_module("pycomm.collectives"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pycomm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,305 @@
+"""The "mpiucc" process group: torch.distributed collectives on an MPI communicator.
+
+Torch uses a Python subclass of ``ProcessGroup`` returned by a registered creator as the group
+itself and calls the methods below (the names torch's Python API and its C++ trampoline use).
+Blocking calls run inline when the group is idle; ``async_op=True`` and DDP's calls run on the
+group's communication thread (see ``work.Engine``). Point-to-point posts MPI requests at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import zlib
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+from torch._C._distributed_c10d import _DistributedBackendOptions
+
+from pycomm.distributed import ops
+from pycomm.distributed._buffers import (
+    DIRECT_OPS,
+    DIRECT_TYPES,
+    host,
+    output_buffer,
+    spec,
+)
+from pycomm.distributed.p2p import P2PWork
+from pycomm.distributed.work import CommTimeout, DoneWork, Engine, MpiWork, timeout_seconds
+
+_from_address = MPI.buffer.fromaddress
+_IN_PLACE = MPI.IN_PLACE
+_monotonic = time.monotonic
+_DEFAULTS = {
+    "allreduce": dist.AllreduceOptions,
+    "broadcast": dist.BroadcastOptions,
+}
+
+
+class ProcessGroupMpiucc(dist.ProcessGroup):
+    """A torch process group over an MPI communicator that it owns (and frees on shutdown)."""
+
+    def __init__(
+        self, comm: MPI.Intracomm, rank: int, size: int, timeout: timedelta, name: str = "0"
+    ) -> None:
+        super().__init__(rank, size)
+        if comm.Get_rank() != rank or comm.Get_size() != size:
+            raise ValueError(
+                f"communicator is rank {comm.Get_rank()} of {comm.Get_size()}, "
+                f"torch expects {rank} of {size}"
+            )
+        self._comm = comm
+        self._timeout_s = timeout_seconds(timeout, 1800.0)
+        self._engine = Engine(name, rank, size)
+        self._done = DoneWork()
+
+    # -- identity and lifetime --
+    def getBackendName(self) -> str:  # noqa: N802 (torch's name)
+        return "mpiucc"
+
+    @property
+    def comm(self) -> MPI.Intracomm:
+        """The group's MPI communicator (use it only while no collective of the group runs)."""
+        return self._comm
+
+    def set_timeout(self, timeout: timedelta) -> None:
+        self._timeout_s = timeout_seconds(timeout, self._timeout_s)
+
+    def shutdown(self) -> None:
+        self._engine.close()
+        if self._engine.broken is None and self._comm != MPI.COMM_NULL:
+            self._comm.Free()
+
+    def abort(self) -> None:
+        self._engine.broken = "the group was aborted"
+
+    # -- the engine --
+    def _run(self, start: Any, opts: Any, what: str, result: Any) -> dist.Work:
+        timeout = timeout_seconds(opts.timeout, self._timeout_s)
+        deadline = _monotonic() + timeout
+        engine = self._engine
+        if not opts.asyncOp and engine.try_begin():
+            engine.run_inline(start, deadline, what)
+            return self._done
+        work = MpiWork(result, what, timeout)
+        engine.submit(start, work, deadline, what)
+        return work
+
+    # -- reductions --
+    def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
+        if opts is None:
+            opts = dist.AllreduceOptions()
+        op = opts.reduceOp.op
+        if not opts.asyncOp and len(tensors) == 1:
+            # The fast path: one plain tensor of a type and op MPI handles directly.
+            t = tensors[0]
+            datatype = DIRECT_TYPES.get(t.dtype)
+            mop = DIRECT_OPS.get(op)
+            engine = self._engine
+            if (
+                datatype is not None
+                and mop is not None
+                and t.is_cpu
+                and t.is_contiguous()
+                and engine.broken is None
+                and engine.try_begin()
+            ):
+                try:
+                    buf = [_from_address(t.data_ptr(), t.numel() * t.element_size()), datatype]
+                    req = self._comm.Iallreduce(_IN_PLACE, buf, mop)
+                    if not req.Test():
+                        deadline = _monotonic() + timeout_seconds(opts.timeout, self._timeout_s)
+                        _wait_one(engine, req, deadline, "allreduce")
+                finally:
+                    engine.end()
+                return self._done
+        start = functools.partial(ops.allreduce, self._comm, tensors, op)
+        return self._run(start, opts, "allreduce", tensors)
+
+    def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
+        opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
+        start = functools.partial(ops.allreduce_coalesced, self._comm, tensors, opts.reduceOp.op)
+        return self._run(start, opts, "allreduce_coalesced", tensors)
+
+    def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
+        opts = opts if opts is not None else dist.ReduceOptions()
+        start = functools.partial(ops.reduce, self._comm, tensors, opts.rootRank, opts.reduceOp.op)
+        return self._run(start, opts, "reduce", tensors)
+
+    def reduce_scatter(
+        self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        start = functools.partial(ops.reduce_scatter, self._comm, outputs, inputs, opts.reduceOp.op)
+        return self._run(start, opts, "reduce_scatter", outputs)
+
+    def reduce_scatter_tensor_coalesced(
+        self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        start = functools.partial(
+            ops.reduce_scatter_tensor, self._comm, outputs, inputs, opts.reduceOp.op
+        )
+        return self._run(start, opts, "reduce_scatter_tensor", outputs)
+
+    def reduce_scatter_single(
+        self, output: torch.Tensor, input: torch.Tensor, opts: Any = None
+    ) -> dist.Work:
+        return self.reduce_scatter_tensor_coalesced([output], [input], opts)
+
+    _reduce_scatter_base = reduce_scatter_single
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+
+    # -- data movement --
+    def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
+        opts = opts if opts is not None else dist.BroadcastOptions()
+        start = functools.partial(ops.broadcast, self._comm, tensors, opts.rootRank)
+        return self._run(start, opts, "broadcast", tensors)
+
+    def allgather(
+        self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.AllgatherOptions()
+        start = functools.partial(ops.allgather, self._comm, outputs, inputs)
+        return self._run(start, opts, "allgather", outputs)
+
+    allgather_coalesced = allgather
+
+    def allgather_into_tensor_coalesced(
+        self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.AllgatherOptions()
+        start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
+        return self._run(start, opts, "all_gather_into_tensor", outputs)
+
+    def all_gather_single(
+        self, output: torch.Tensor, input: torch.Tensor, opts: Any = None
+    ) -> dist.Work:
+        return self.allgather_into_tensor_coalesced([output], [input], opts)
+
+    _allgather_base = all_gather_single
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+
+    def gather(
+        self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.GatherOptions()
+        start = functools.partial(ops.gather, self._comm, outputs, inputs, opts.rootRank)
+        return self._run(start, opts, "gather", outputs)
+
+    def scatter(
+        self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.ScatterOptions()
+        start = functools.partial(ops.scatter, self._comm, outputs, inputs, opts.rootRank)
+        return self._run(start, opts, "scatter", outputs)
+
+    def alltoall(
+        self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.AllToAllOptions()
+        start = functools.partial(ops.alltoall, self._comm, outputs, inputs)
+        return self._run(start, opts, "all_to_all", outputs)
+
+    def all_to_all_single(
+        self,
+        output: torch.Tensor,
+        input: torch.Tensor,
+        output_split_sizes: list[int],
+        input_split_sizes: list[int],
+        opts: Any = None,
+    ) -> dist.Work:
+        opts = opts if opts is not None else dist.AllToAllOptions()
+        start = functools.partial(
+            ops.alltoall_single,
+            self._comm,
+            output,
+            input,
+            list(output_split_sizes),
+            list(input_split_sizes),
+        )
+        return self._run(start, opts, "all_to_all_single", [output])
+
+    alltoall_base = all_to_all_single
+
+    def barrier(self, opts: Any = None) -> dist.Work:
+        opts = opts if opts is not None else dist.BarrierOptions()
+        return self._run(functools.partial(ops.barrier, self._comm), opts, "barrier", None)
+
+    # -- point-to-point --
+    def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> dist.Work:
+        t = tensors[0]
+        src = host(t)
+        req = self._comm.Isend(spec(src), dst, tag)
+        return P2PWork(req, None, src, tensors, f"send to {dst}", self._timeout_s)
+
+    def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
+        return self._recv(tensors, src, tag, f"recv from {src}")
+
+    def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
+        return self._recv(tensors, MPI.ANY_SOURCE, tag, "recv from any source")
+
+    def _recv(self, tensors: list[torch.Tensor], src: int, tag: int, what: str) -> dist.Work:
+        t = tensors[0]
+        buf, copy = output_buffer(t, keep_values=False)
+        req = self._comm.Irecv(spec(buf), src, tag)
+        finish = (lambda: t.copy_(buf)) if copy else None
+        return P2PWork(req, finish, buf, tensors, what, self._timeout_s)
+
+
+def _wait_one(engine: Engine, req: MPI.Request, deadline: float, what: str) -> None:
+    from pycomm.distributed.work import wait_requests
+
+    try:
+        wait_requests([req], deadline, what)
+    except CommTimeout:
+        engine.broken = f"an earlier {what} timed out"
+        raise engine.timeout_error(what, deadline) from None
+
+
+# -- the creator and the communicators --
+
+_world: dict[str, Any] = {"comm": None}
+
+
+def world_comm(rank: int, size: int) -> MPI.Intracomm:
+    """COMM_WORLD if torch's ranks are MPI's, else COMM_WORLD reordered by torch rank."""
+    world = MPI.COMM_WORLD
+    if world.Get_size() != size:
+        raise RuntimeError(
+            f"mpiucc: torch's world has {size} ranks but MPI_COMM_WORLD has {world.Get_size()}; "
+            "launch with mpiexec -n WORLD_SIZE"
+        )
+    if world.Get_rank() == rank:
+        return world
+    return world.Split(0, rank)
+
+
+def _subgroup_comm(ranks: list[int], group_id: str) -> MPI.Intracomm:
+    """A communicator of the world ranks `ranks`, made by those ranks alone."""
+    base = _world["comm"]
+    if base is None:
+        base = world_comm(dist.get_rank(), dist.get_world_size())
+    group = base.Get_group().Incl(ranks)
+    tag = zlib.crc32(group_id.encode()) & 0x7FFF
+    try:
+        return base.Create_group(group, tag)
+    finally:
+        group.Free()
+
+
+def create(opts: _DistributedBackendOptions, backend_options: Any = None) -> ProcessGroupMpiucc:
+    """The creator registered with torch (extended API: it gets the group's global ranks)."""
+    ranks = list(opts.global_ranks_in_group)
+    if not ranks:  # the default group
+        base = world_comm(opts.group_rank, opts.group_size)
+        _world["comm"] = base
+        comm = base.Dup()
+    else:
+        comm = _subgroup_comm(ranks, str(opts.group_id))
+    return ProcessGroupMpiucc(
+        comm, opts.group_rank, opts.group_size, opts.timeout, str(opts.group_id)
+    )

@@ -1,0 +1,230 @@
+"""Work objects, the wait loop with a deadline, and one group's communication thread.
+
+Every collective is started with a non-blocking MPI call and driven to completion by
+``wait_requests``, which gives up at a deadline: a collective some rank never joins raises
+instead of hanging. The ``Engine`` runs a group's collectives in call order, inline on the
+caller's thread when nothing is queued (the low-latency path of blocking calls) and otherwise
+on the group's one communication thread (``async_op=True``, DDP), so they overlap computation.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+# start() posts the MPI operations and returns (requests, finish or None, objects to keep alive).
+Started = tuple[list[MPI.Request], Callable[[], None] | None, Any]
+Start = Callable[[], Started]
+
+_SPINS = 128  # Test calls before the loop starts yielding the CPU and checking the clock
+
+
+class CommTimeout(RuntimeError):
+    """A collective did not complete within its process group's timeout."""
+
+
+def wait_requests(reqs: list[MPI.Request], deadline: float, what: str) -> None:
+    """Drive MPI until every request completes; raise CommTimeout after `deadline`."""
+    if len(reqs) == 1:
+        test = reqs[0].Test
+    else:
+
+        def test() -> bool:
+            return MPI.Request.Testall(reqs)
+
+    spins = 0
+    while not test():
+        spins += 1
+        if spins >= _SPINS:
+            if time.monotonic() > deadline:
+                raise CommTimeout(what)
+            os.sched_yield()
+
+
+def timeout_seconds(timeout: timedelta | None, default: float) -> float:
+    """Seconds of a torch timeout; None, zero or negative (torch's "unset") give the default."""
+    if timeout is None:
+        return default
+    s = timeout.total_seconds()
+    return default if s <= 0 else s
+
+
+def _set_future(fut: torch.futures.Future, result: Any, error: BaseException | None) -> None:
+    if error is None:
+        fut.set_result(result)
+    else:
+        fut.set_exception(error)
+
+
+class MpiWork(dist.Work):
+    """A collective's handle: completed by the communication thread (or at once, inline)."""
+
+    def __init__(self, result: Any, what: str, timeout_s: float) -> None:
+        super().__init__()
+        self._result = result
+        self._what = what
+        self._timeout_s = timeout_s
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._future: torch.futures.Future | None = None
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        with self._lock:
+            self._error = error
+            self._done.set()
+            fut = self._future
+        if fut is not None:
+            _set_future(fut, self._result, error)
+
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        secs = timeout_seconds(timeout, self._timeout_s)
+        if not self._done.wait(secs):
+            raise RuntimeError(f"mpiucc: {self._what} did not complete within {secs:g} s")
+        if self._error is not None:
+            raise RuntimeError(str(self._error)) from self._error
+        return True
+
+    def is_completed(self) -> bool:
+        return self._done.is_set()
+
+    def is_success(self) -> bool:
+        return self._done.is_set() and self._error is None
+
+    def result(self) -> Any:
+        self.wait()
+        return self._result
+
+    def synchronize(self) -> None:
+        pass
+
+    def get_future(self) -> torch.futures.Future:
+        with self._lock:
+            if self._future is None:
+                self._future = torch.futures.Future()
+                if self._done.is_set():
+                    _set_future(self._future, self._result, self._error)
+            return self._future
+
+
+class DoneWork(MpiWork):
+    """An operation that already completed on the caller's thread."""
+
+    def __init__(self, result: Any = None) -> None:
+        super().__init__(result, "done", 0.0)
+        self._done.set()
+
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        return True
+
+
+class Engine:
+    """Runs one group's collectives in call order, inline when idle, else on its thread.
+
+    ``busy`` is true while a collective runs (on either thread); an inline call is allowed
+    only when nothing runs and nothing is queued, so MPI sees the collectives of the group's
+    communicator one at a time and in call order on every rank.
+    """
+
+    def __init__(self, name: str, rank: int, size: int) -> None:
+        self._where = f"rank {rank} of {size} in group {name!r}"
+        self._name = name
+        self._cv = threading.Condition(threading.Lock())
+        self._queue: deque = deque()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self.broken: str | None = None  # set when a collective timed out: the group is unusable
+
+    def try_begin(self) -> bool:
+        """Claim the communicator for an inline collective; False if anything is pending."""
+        with self._cv:
+            if self._busy or self._queue:
+                return False
+            self._busy = True
+            return True
+
+    def end(self) -> None:
+        with self._cv:
+            self._busy = False
+            if self._queue:
+                self._cv.notify()
+
+    def run_inline(self, start: Start, deadline: float, what: str) -> None:
+        """Run a collective on this thread; call only after try_begin() returned True."""
+        try:
+            self.execute(start, deadline, what)
+        finally:
+            self.end()
+
+    def execute(self, start: Start, deadline: float, what: str) -> None:
+        if self.broken is not None:
+            raise RuntimeError(f"mpiucc: {what} refused on {self._where}: {self.broken}")
+        reqs, finish, keep = start()
+        try:
+            wait_requests(reqs, deadline, what)
+        except CommTimeout:
+            self.broken = f"an earlier {what} timed out"
+            raise self.timeout_error(what, deadline) from None
+        if finish is not None:
+            finish()
+        del keep
+
+    def timeout_error(self, what: str, deadline: float) -> CommTimeout:
+        late = time.monotonic() - deadline
+        return CommTimeout(
+            f"mpiucc: {what} did not complete within the process group's timeout "
+            f"({self._where}, {late:.2f} s past the deadline): some rank did not join it. "
+            "The group cannot be used any more."
+        )
+
+    def submit(self, start: Start, work: MpiWork, deadline: float, what: str) -> None:
+        """Queue a collective for the communication thread; `work` completes when it is done."""
+        with self._cv:
+            self._queue.append((start, work, deadline, what))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name=f"mpiucc-comm-{self._name}", daemon=True
+                )
+                self._thread.start()
+            elif not self._busy:
+                self._cv.notify()
+
+    def close(self) -> None:
+        """Let queued collectives finish, then stop the thread."""
+        with self._cv:
+            thread = self._thread
+            if thread is None:
+                return
+            self._queue.append(None)
+            if not self._busy:
+                self._cv.notify()
+        thread.join()
+        self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while self._busy or not self._queue:
+                    self._cv.wait()
+                job = self._queue.popleft()
+                self._busy = job is not None
+            if job is None:
+                return
+            start, work, deadline, what = job
+            error: BaseException | None = None
+            try:
+                self.execute(start, deadline, what)
+            except BaseException as exc:  # handed to the waiter, never lost
+                error = exc
+            with self._cv:
+                self._busy = False
+            work._finish(error)

@@ -1,0 +1,133 @@
+"""What this installation talks over: MPI library, thread level, UCC, codec SIMD level.
+
+Imports neither torch nor the codecs at module level; ``info()`` imports mpi4py (which
+initialises MPI) and tries pycodecs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+_THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _ompi_info() -> str | None:
+    """The path of the ompi_info beside this Python's mpiexec, else on PATH."""
+    beside = Path(sys.executable).parent / "ompi_info"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("ompi_info")
+
+
+def _open_mpi_ucc() -> dict[str, Any]:
+    """Whether Open MPI has the coll/ucc component and whether the environment enables it."""
+    enable = os.environ.get("OMPI_MCA_coll_ucc_enable")
+    priority = os.environ.get("OMPI_MCA_coll_ucc_priority")
+    out: dict[str, Any] = {
+        "component": None,
+        "enabled": enable == "1",
+        "env": {"OMPI_MCA_coll_ucc_enable": enable, "OMPI_MCA_coll_ucc_priority": priority},
+    }
+    tool = _ompi_info()
+    if tool is None:
+        out["how"] = "no ompi_info found"
+        return out
+    try:
+        text = subprocess.run(
+            [tool], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        out["how"] = f"{tool} failed: {exc}"
+        return out
+    out["component"] = re.search(r"MCA coll:\s*ucc\b", text) is not None
+    out["how"] = f"{tool}: {'lists' if out['component'] else 'no'} 'MCA coll: ucc'"
+    return out
+
+
+def _ucc(vendor: str, library: str) -> dict[str, Any]:
+    if vendor == "Open MPI":
+        found = _open_mpi_ucc()
+        found["collectives_via_ucc"] = bool(found["component"] and found["enabled"])
+        return found
+    if vendor == "MPICH":
+        configure = re.search(r"MPICH configure:\s*(.*)", library)
+        built = configure is not None and "ucc" in configure.group(1).lower()
+        return {
+            "component": built,
+            "enabled": built,
+            "collectives_via_ucc": built,
+            "how": "MPICH configure line " + ("names UCC" if built else "does not name UCC"),
+        }
+    return {"component": None, "enabled": None, "collectives_via_ucc": None, "how": "unknown MPI"}
+
+
+def _simd_level() -> str | None:
+    try:
+        import pycodecs
+    except ImportError:
+        return None
+    try:
+        return str(pycodecs.simd_level())
+    except AttributeError:
+        return None
+
+
+def info() -> dict[str, Any]:
+    """A dict describing the MPI library, its thread level, UCC, and the codecs' SIMD level.
+
+    Keys: ``mpiucc`` (version), ``mpi4py``, ``mpi_vendor``, ``mpi_version`` (the standard),
+    ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
+    ``collectives_via_ucc``, ``component``, ``enabled``, ``how``), ``simd_level`` (None when
+    pycodecs is not installed), ``torch`` (installed version, not imported).
+    """
+    from mpi4py import MPI
+
+    vendor, vendor_version = MPI.get_vendor()
+    library = MPI.Get_library_version().strip()
+    level = MPI.Query_thread()
+    return {
+        "mpiucc": _version("mpiucc") or "0.1.0 (source tree)",
+        "mpi4py": _version("mpi4py"),
+        "mpi_vendor": f"{vendor} {'.'.join(map(str, vendor_version))}",
+        "mpi_version": "{}.{}".format(*MPI.Get_version()),
+        "mpi_library": library,
+        "thread_level": _THREAD_LEVELS[level] if 0 <= level < 4 else str(level),
+        "ucc": _ucc(vendor, library),
+        "simd_level": _simd_level(),
+        "torch": _version("torch"),
+    }
+
+
+def format_info(found: dict[str, Any]) -> str:
+    """``info()`` as the lines ``mpiucc info`` prints."""
+    ucc = found["ucc"]
+    via = {True: "yes", False: "no", None: "unknown"}[ucc["collectives_via_ucc"]]
+    first_line = found["mpi_library"].splitlines()[0] if found["mpi_library"] else ""
+    rows = [
+        ("mpiucc", found["mpiucc"]),
+        ("MPI library", f"{found['mpi_vendor']} ({first_line.strip()})"),
+        ("MPI standard", found["mpi_version"]),
+        ("mpi4py", found["mpi4py"] or "not installed"),
+        ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
+        ("collectives via UCC", f"{via} ({ucc['how']})"),
+        ("codec SIMD level", found["simd_level"] or "pycodecs not installed"),
+        ("torch", found["torch"] or "not installed"),
+    ]
+    if ucc.get("component") and not ucc.get("enabled"):
+        rows.append(("hint", "set OMPI_MCA_coll_ucc_enable=1 OMPI_MCA_coll_ucc_priority=100"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
