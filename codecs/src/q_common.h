@@ -1,0 +1,201 @@
+/* Shared pieces of the quantizing codecs (fp16, bf16, int8, int4, sign, qsgd, topk):
+ * parameter and size rules, element access by dtype, scale rules and the block reductions.
+ * Everything a SIMD kernel must reproduce bit for bit lives here, so that the generic and the
+ * x86/ paths share the scalar arithmetic (codecs/FORMAT-quant.md has the format). */
+#ifndef MPIUCC_Q_COMMON_H
+#define MPIUCC_Q_COMMON_H
+
+#include <float.h>
+
+#include "internal.h"
+
+#define Q_BLOCK_DEFAULT 256u /* block_size 0 means this, for every block codec */
+#define Q_BLOCK_MIN 8u
+#define Q_BLOCK_MAX 65536u
+#define Q_LANES 16 /* partial sums of a block reduction: lane = position in block mod 16 */
+#define Q_F16_MAX 65504.0f
+#define Q_BF16_MAX_BITS 0x7f7f0000u
+#define Q_NAN_BITS 0x7fc00000u  /* the NaN written as the scale of a non-finite block */
+#define Q_FLAG_SATURATED 0x1u   /* fp16/bf16 aux: a finite value was clamped to the range */
+
+static inline uint32_t q_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float q_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline int q_block_ok(uint64_t b) { return b >= Q_BLOCK_MIN && b <= Q_BLOCK_MAX && b % 8 == 0; }
+static inline uint32_t q_block_of(const mpiucc_params *p) {
+    return p->block_size ? p->block_size : Q_BLOCK_DEFAULT;
+}
+static inline uint64_t q_nblocks(uint64_t n, uint64_t b) { return n / b + (n % b != 0); }
+/* Largest count whose payload sizes are computed without overflow (the header allows 2^60). */
+#define Q_COUNT_MAX (UINT64_MAX >> 4)
+
+/* ---- per-frame scalar rules, shared by all paths ---- */
+
+/* Scale of an absmax block (int8: levels 127, int4: 7) from the largest |v| as bits. A block
+ * holding NaN or +-Inf gets a NaN scale and zero codes, so it decodes to NaN. inv is the
+ * multiplier of the values, capped so that a subnormal absmax cannot make it infinite. */
+static inline void q_absmax_scale(uint32_t amax_bits, float levels, float *scale, float *inv) {
+    if (amax_bits >= 0x7f800000u) {
+        *scale = q_float(Q_NAN_BITS);
+        *inv = 0.0f;
+        return;
+    }
+    float a = q_float(amax_bits);
+    *scale = a / levels;
+    float r = a > 0.0f ? levels / a : 0.0f;
+    *inv = r <= FLT_MAX ? r : FLT_MAX;
+}
+
+/* Sum of the Q_LANES partial sums in a fixed tree order; lanes is clobbered. */
+static inline double q_lanes_sum(double *lanes) {
+    for (int w = Q_LANES / 2; w; w /= 2)
+        for (int j = 0; j < w; j++) lanes[j] += lanes[j + w];
+    return lanes[0];
+}
+
+/* sign: the block's scale from the sum of |v| over its len elements (NaN when not finite). */
+static inline float q_mean_scale(double sum, size_t len) {
+    return sum < INFINITY ? (float)(sum / (double)len) : q_float(Q_NAN_BITS);
+}
+
+/* A residual that is not finite (the value or its decoding was NaN or Inf) is reset to +0,
+ * so that one bad step does not poison every later step; the frame itself carries the
+ * non-finite value to the receiver. */
+static inline float q_res_f32(float r) { return fabsf(r) < INFINITY ? r : 0.0f; }
+static inline double q_res_f64(double r) { return fabs(r) < INFINITY ? r : 0.0; }
+
+/* ---- narrowing with saturation (fp16/bf16 outputs and narrow residuals) ---- */
+
+/* f32 -> binary16, round to nearest even; finite values beyond +-65504 become +-65504. */
+static inline uint16_t q_f32_to_f16_sat(float f) {
+    float a = fabsf(f);
+    if (a > Q_F16_MAX && a < INFINITY) f = copysignf(Q_F16_MAX, f);
+    return mpiucc_f32_to_f16(f);
+}
+/* f32 -> bfloat16, round to nearest even; finite values beyond the largest bfloat16
+ * (0x7f7f) become it. Same bits as the AVX2 kernel. */
+static inline uint16_t q_f32_to_bf16_sat(float f) {
+    uint32_t u = q_bits(f), a = u & 0x7fffffffu, s = u & 0x80000000u;
+    if (a > 0x7f800000u) return (uint16_t)((u | 0x00400000u) >> 16); /* quiet NaN */
+    if (a > Q_BF16_MAX_BITS && a < 0x7f800000u) a = Q_BF16_MAX_BITS;
+    a += 0x7fffu + ((a >> 16) & 1u);
+    return (uint16_t)((a | s) >> 16);
+}
+/* binary16 -> f32 with NaNs quieted, as the F16C instruction does. */
+static inline float q_f16_to_f32(uint16_t h) {
+    float f = mpiucc_f16_to_f32(h);
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) f = q_float(q_bits(f) | 0x00400000u);
+    return f;
+}
+
+/* f64 -> f32 rounding to odd (truncate, then set the last bit when inexact): a second
+ * rounding to a narrower format then equals a single rounding of the f64. */
+static inline float q_f64_to_f32_odd(double d) {
+    float f = (float)d;
+    if ((double)f == d || isnan(d) || fabs(d) > FLT_MAX) return f;
+    uint32_t u = q_bits(f);
+    if (fabs((double)f) > fabs(d)) u--; /* rounded away from zero: step back */
+    return q_float(u | 1u);
+}
+
+/* ---- generic element access by dtype ----
+ * v = src[i] (+ residual[i]): f32, f16 and bf16 add in f32; f64 adds in f64 and the sum is
+ * rounded to f32 (values beyond the f32 range become +-Inf, i.e. non-finite). */
+static inline float q_load_v(mpiucc_dtype t, const void *src, const void *res, size_t i) {
+    switch (t) {
+    case MPIUCC_DTYPE_F32: {
+        float v = ((const float *)src)[i];
+        return res ? v + ((const float *)res)[i] : v;
+    }
+    case MPIUCC_DTYPE_F64: {
+        double v = ((const double *)src)[i];
+        return (float)(res ? v + ((const double *)res)[i] : v);
+    }
+    case MPIUCC_DTYPE_F16: {
+        float v = q_f16_to_f32(((const uint16_t *)src)[i]);
+        return res ? v + q_f16_to_f32(((const uint16_t *)res)[i]) : v;
+    }
+    default: {
+        float v = mpiucc_bf16_to_f32(((const uint16_t *)src)[i]);
+        return res ? v + mpiucc_bf16_to_f32(((const uint16_t *)res)[i]) : v;
+    }
+    }
+}
+
+/* residual[i] = v - dec, where v is what q_load_v returned for i (recomputed here in f64
+ * for f64 data, before residual[i] is overwritten); not finite -> 0. */
+static inline void q_store_res(mpiucc_dtype t, const void *src, void *res, size_t i, float v,
+                               float dec) {
+    switch (t) {
+    case MPIUCC_DTYPE_F32: ((float *)res)[i] = q_res_f32(v - dec); break;
+    case MPIUCC_DTYPE_F64: {
+        double dv = ((const double *)src)[i] + ((double *)res)[i];
+        ((double *)res)[i] = q_res_f64(dv - (double)dec);
+        break;
+    }
+    case MPIUCC_DTYPE_F16: ((uint16_t *)res)[i] = q_f32_to_f16_sat(q_res_f32(v - dec)); break;
+    default: ((uint16_t *)res)[i] = q_f32_to_bf16_sat(q_res_f32(v - dec)); break;
+    }
+}
+
+/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). */
+static inline void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add) {
+    switch (t) {
+    case MPIUCC_DTYPE_F32:
+        if (add) ((float *)dst)[i] += y; else ((float *)dst)[i] = y;
+        break;
+    case MPIUCC_DTYPE_F64:
+        if (add) ((double *)dst)[i] += (double)y; else ((double *)dst)[i] = (double)y;
+        break;
+    case MPIUCC_DTYPE_F16: {
+        uint16_t *d = (uint16_t *)dst;
+        d[i] = mpiucc_f32_to_f16(add ? q_f16_to_f32(d[i]) + y : y);
+        break;
+    }
+    default: {
+        uint16_t *d = (uint16_t *)dst;
+        d[i] = mpiucc_f32_to_bf16(add ? mpiucc_bf16_to_f32(d[i]) + y : y);
+        break;
+    }
+    }
+}
+
+/* Stochastic rounding of y: floor(y + u), u uniform in [0, 1) from element i's counter. */
+static inline float q_stochastic(float y, uint64_t seed, uint64_t i) {
+    return floorf(y + mpiucc_random_unit(seed, i));
+}
+
+/* Code of v in an absmax block: round v * inv (to nearest even, or stochastically with
+ * element i's random number), clamped to [-levels, levels]. */
+static inline int q_int_code(float v, float inv, float levels, int stochastic, uint64_t seed,
+                             uint64_t i) {
+    float y = v * inv;
+    y = stochastic ? q_stochastic(y, seed, i) : nearbyintf(y);
+    y = fminf(fmaxf(y, -levels), levels);
+    return (int)y;
+}
+
+/* ---- AVX2 kernels (codecs/src/x86/), f32 data only; same bytes as the generic path ---- */
+#if MPIUCC_X86
+void q_fp16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *sat);
+void q_fp16_decode_avx2(const uint8_t *in, float *dst, size_t n, int add);
+void q_bf16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *sat);
+void q_bf16_decode_avx2(const uint8_t *in, float *dst, size_t n, int add);
+/* One block of int8 (bits 8) or int4 (bits 4): writes the f32 scale and the codes. */
+void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t base,
+                             int bits, int stochastic, uint64_t seed, uint8_t *out);
+void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits, int add);
+void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t *out);
+void q_sign_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int add);
+#endif
+
+static inline int q_use_avx2(mpiucc_dtype t) {
+#if MPIUCC_X86
+    return t == MPIUCC_DTYPE_F32 && mpiucc_simd_now() == MPIUCC_SIMD_AVX2;
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
+#endif /* MPIUCC_Q_COMMON_H */

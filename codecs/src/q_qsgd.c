@@ -1,0 +1,130 @@
+/* qsgd: s-level quantization against the block's L2 norm. Element v gets the level
+ * l = round(|v| / norm * s) in 0..s (stochastic rounding: unbiased), stored as the code
+ * s + l, or s - l when v's sign bit is set, in w = ceil(log2(2s + 1)) bits, packed LSB first.
+ * Each block is its f32 norm followed by its packed codes; code c decodes to (c - s) * norm / s. */
+#include "q_common.h"
+
+/* Bits per code of s levels: the 2s + 1 codes 0..2s. */
+static int code_width(uint32_t s) {
+    int w = 1;
+    while ((1u << w) < 2 * s + 1) w++;
+    return w;
+}
+
+static uint64_t qsgd_payload(uint64_t n, uint64_t b, int w) {
+    return 4 * q_nblocks(n, b) + (n * (uint64_t)w + 7) / 8; /* full blocks fill whole bytes */
+}
+
+static size_t qsgd_payload_bound(const mpiucc_params *p, size_t n) {
+    if ((uint64_t)n > Q_COUNT_MAX) return 0;
+    uint64_t s = qsgd_payload(n, q_block_of(p), code_width(p->levels));
+    return s ? (size_t)s : 1;
+}
+
+static mpiucc_status qsgd_check_params(const mpiucc_params *p) {
+    if (!q_block_ok(q_block_of(p)) || p->levels < 1 || p->levels > 127 ||
+        p->rounding > MPIUCC_ROUND_STOCHASTIC)
+        return MPIUCC_ERR_ARG;
+    return MPIUCC_OK;
+}
+
+/* The norm from the sum of squares: NaN when not finite, capped at FLT_MAX. */
+static float norm_of(double sumsq) {
+    if (!(sumsq < INFINITY)) return q_float(Q_NAN_BITS);
+    double r = sqrt(sumsq);
+    return r <= FLT_MAX ? (float)r : FLT_MAX;
+}
+
+static void qsgd_encode_block(const mpiucc_params *p, const void *src, void *res, size_t i0,
+                              size_t len, int w, uint8_t *out) {
+    mpiucc_dtype t = (mpiucc_dtype)p->dtype;
+    double lanes[Q_LANES] = {0};
+    for (size_t j = 0; j < len; j++) {
+        double v = q_load_v(t, src, res, i0 + j);
+        lanes[j % Q_LANES] += v * v;
+    }
+    float norm = norm_of(q_lanes_sum(lanes)), s = (float)p->levels;
+    float inv = 0.0f, step = norm / s;
+    if (norm > 0.0f) { /* false for NaN: a non-finite block gets zero codes */
+        inv = s / norm;
+        if (!(inv <= FLT_MAX)) inv = FLT_MAX;
+    }
+    mpiucc_put_u32(out, q_bits(norm));
+    uint8_t *o = out + 4;
+    uint64_t acc = 0;
+    int nacc = 0, stochastic = p->rounding == MPIUCC_ROUND_STOCHASTIC;
+    for (size_t j = 0; j < len; j++) {
+        float v = q_load_v(t, src, res, i0 + j), y = norm == norm ? fabsf(v) * inv : 0.0f;
+        y = stochastic ? q_stochastic(y, p->seed, i0 + j) : nearbyintf(y);
+        int l = y < s ? (int)y : (int)p->levels;
+        int code = q_bits(v) >> 31 ? (int)p->levels - l : (int)p->levels + l;
+        acc |= (uint64_t)code << nacc;
+        for (nacc += w; nacc >= 8; nacc -= 8) {
+            *o++ = (uint8_t)acc;
+            acc >>= 8;
+        }
+        if (res) q_store_res(t, src, res, i0 + j, v, (float)(code - (int)p->levels) * step);
+    }
+    if (nacc) *o = (uint8_t)acc;
+}
+
+static mpiucc_status qsgd_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
+                                 uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
+    size_t b = q_block_of(p);
+    int w = code_width(p->levels);
+    uint64_t total = qsgd_payload(n, b, w);
+    if (capacity < total) return MPIUCC_ERR_CAPACITY;
+    uint8_t *o = out;
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        qsgd_encode_block(p, src, res, i0, len, w, o);
+        o += 4 + (len * (size_t)w + 7) / 8;
+    }
+    *size = (size_t)total;
+    h->bound = INFINITY;
+    h->block = (uint32_t)b;
+    h->aux = p->levels | p->rounding << 8;
+    return MPIUCC_OK;
+}
+
+static mpiucc_status qsgd_check_header(const mpiucc_header *h) {
+    uint32_t s = h->aux & 0xffu;
+    if (h->bound != INFINITY || h->param != 0.0 || !q_block_ok(h->block) || s < 1 || s > 127 ||
+        (h->aux >> 8) > MPIUCC_ROUND_STOCHASTIC ||
+        h->payload_size != qsgd_payload(h->count, h->block, code_width(s)))
+        return MPIUCC_ERR_CORRUPT;
+    return MPIUCC_OK;
+}
+
+static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                 int add) {
+    mpiucc_dtype t = (mpiucc_dtype)h->dtype;
+    size_t n = (size_t)h->count, b = h->block;
+    int s = (int)(h->aux & 0xffu), w = code_width((uint32_t)s);
+    unsigned pad = (unsigned)((n * (size_t)w) & 7);
+    if (pad && (payload[h->payload_size - 1] >> pad)) return MPIUCC_ERR_CORRUPT;
+    uint64_t mask = (1u << w) - 1;
+    const uint8_t *in = payload;
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        float step = q_float(mpiucc_get_u32(in)) / (float)s;
+        const uint8_t *c = in + 4;
+        uint64_t acc = 0;
+        int nacc = 0;
+        for (size_t j = 0; j < len; j++) {
+            while (nacc < w) {
+                acc |= (uint64_t)*c++ << nacc;
+                nacc += 8;
+            }
+            int code = (int)(acc & mask);
+            acc >>= w;
+            nacc -= w;
+            q_store_out(t, dst, i0 + j, (float)(code - s) * step, add);
+        }
+        in += 4 + (len * (size_t)w + 7) / 8;
+    }
+    return MPIUCC_OK;
+}
+
+const mpiucc_codec_impl mpiucc_qsgd_impl = {qsgd_payload_bound, qsgd_check_params, qsgd_encode,
+                                            qsgd_check_header, qsgd_decode};

@@ -1,0 +1,126 @@
+/* topk: per block, the k = levels elements of largest |v| (ties: lower position first; NaN
+ * counts as larger than Inf, Inf as larger than any finite value), as m = min(k, len) u16
+ * positions in increasing order followed by their m f32 values. Others decode to 0. */
+#include "q_common.h"
+
+static uint64_t topk_payload(uint64_t n, uint64_t b, uint64_t k) {
+    uint64_t last = n % b, full = n / b;
+    return 6 * (full * (k < b ? k : b) + (k < last ? k : last));
+}
+
+static size_t topk_payload_bound(const mpiucc_params *p, size_t n) {
+    if ((uint64_t)n > Q_COUNT_MAX) return 0;
+    uint64_t s = topk_payload(n, q_block_of(p), p->levels);
+    return s ? (size_t)s : 1;
+}
+
+static mpiucc_status topk_check_params(const mpiucc_params *p) {
+    uint32_t b = q_block_of(p);
+    if (!q_block_ok(b) || p->levels < 1 || p->levels > b || p->rounding != MPIUCC_ROUND_NEAREST)
+        return MPIUCC_ERR_ARG;
+    return MPIUCC_OK;
+}
+
+static uint32_t key_of(float v) { return q_bits(v) & 0x7fffffffu; }
+
+/* The m-th largest key of the block (radix select, 8 bits per pass) and how many elements
+ * with exactly that key are kept. */
+static uint32_t threshold(mpiucc_dtype t, const void *src, const void *res, size_t i0,
+                          size_t len, size_t m, size_t *take_equal) {
+    uint32_t prefix = 0, pmask = 0;
+    size_t need = m;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        uint32_t hist[256] = {0};
+        for (size_t j = 0; j < len; j++) {
+            uint32_t key = key_of(q_load_v(t, src, res, i0 + j));
+            if ((key & pmask) == prefix) hist[(key >> shift) & 0xffu]++;
+        }
+        int d = 255;
+        while (d > 0 && hist[d] < need) need -= hist[d--];
+        prefix |= (uint32_t)d << shift;
+        pmask |= 0xffu << shift;
+    }
+    *take_equal = need;
+    return prefix;
+}
+
+static void topk_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0, size_t len,
+                              size_t m, uint8_t *out) {
+    size_t take_equal = 0;
+    uint32_t thr = m < len ? threshold(t, src, res, i0, len, m, &take_equal) : 0;
+    uint8_t *pos = out, *val = out + 2 * m;
+    for (size_t j = 0; j < len; j++) {
+        float v = q_load_v(t, src, res, i0 + j);
+        uint32_t key = key_of(v);
+        int keep = m == len || key > thr;
+        if (!keep && key == thr && take_equal) {
+            keep = 1;
+            take_equal--;
+        }
+        if (keep) {
+            pos[0] = (uint8_t)j;
+            pos[1] = (uint8_t)(j >> 8);
+            mpiucc_put_u32(val, q_bits(v));
+            pos += 2;
+            val += 4;
+        }
+        if (res) q_store_res(t, src, res, i0 + j, v, keep ? v : 0.0f);
+    }
+}
+
+static mpiucc_status topk_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
+                                 uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
+    size_t b = q_block_of(p), k = p->levels;
+    uint64_t total = topk_payload(n, b, k);
+    if (capacity < total) return MPIUCC_ERR_CAPACITY;
+    uint8_t *o = out;
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b, m = k < len ? k : len;
+        topk_encode_block((mpiucc_dtype)p->dtype, src, res, i0, len, m, o);
+        o += 6 * m;
+    }
+    *size = (size_t)total;
+    h->bound = INFINITY;
+    h->block = (uint32_t)b;
+    h->aux = (uint32_t)k;
+    return MPIUCC_OK;
+}
+
+static mpiucc_status topk_check_header(const mpiucc_header *h) {
+    if (h->bound != INFINITY || h->param != 0.0 || !q_block_ok(h->block) || h->aux < 1 ||
+        h->aux > h->block || h->payload_size != topk_payload(h->count, h->block, h->aux))
+        return MPIUCC_ERR_CORRUPT;
+    return MPIUCC_OK;
+}
+
+static mpiucc_status topk_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                 int add) {
+    mpiucc_dtype t = (mpiucc_dtype)h->dtype;
+    size_t n = (size_t)h->count, b = h->block, k = h->aux;
+    /* positions first: strictly increasing inside their block, so no write leaves it */
+    const uint8_t *in = payload;
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b, m = k < len ? k : len;
+        long prev = -1;
+        for (size_t e = 0; e < m; e++) {
+            long j = in[2 * e] | in[2 * e + 1] << 8;
+            if (j <= prev || (size_t)j >= len) return MPIUCC_ERR_CORRUPT;
+            prev = j;
+        }
+        in += 6 * m;
+    }
+    if (!add && n) memset(dst, 0, n * mpiucc_dtype_size(t)); /* zero bits are +0 in every dtype */
+    in = payload;
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b, m = k < len ? k : len;
+        for (size_t e = 0; e < m; e++) {
+            size_t j = (size_t)(in[2 * e] | in[2 * e + 1] << 8);
+            q_store_out(t, dst, i0 + j, q_float(mpiucc_get_u32(in + 2 * m + 4 * e)), add);
+        }
+        in += 6 * m;
+    }
+    return MPIUCC_OK;
+}
+
+const mpiucc_codec_impl mpiucc_topk_impl = {topk_payload_bound, topk_check_params, topk_encode,
+                                            topk_check_header, topk_decode};

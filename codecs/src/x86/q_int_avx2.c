@@ -1,0 +1,186 @@
+/* AVX2 kernels of int8 and int4 for f32 data; same bytes as q_int.c. */
+#include <immintrin.h>
+
+#include "../q_common.h"
+
+/* Uniform [0, 1) numbers of elements i .. i+7 (i a multiple of 8, so all share i >> 32). */
+static inline __m256 rand8(uint64_t seed, uint64_t i, uint64_t *hi, uint32_t *key) {
+    if ((i >> 32) != *hi) {
+        *hi = i >> 32;
+        *key = mpiucc_random_key(seed, *hi);
+    }
+    __m256i x = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)i + *key)),
+                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x846ca68bu));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 8)), _mm256_set1_ps(1.0f / 16777216.0f));
+}
+
+typedef struct {
+    __m256 inv, scale, lo, hi;
+    int stochastic;
+    uint64_t seed, hi_index;
+    uint32_t key;
+} int_ctx;
+
+/* Codes of v = elements i .. i+7 as int32; *dec receives their decoded values. */
+static inline __m256i codes8(int_ctx *c, __m256 v, uint64_t i, __m256 *dec) {
+    __m256 y = _mm256_mul_ps(v, c->inv);
+    if (c->stochastic)
+        y = _mm256_floor_ps(_mm256_add_ps(y, rand8(c->seed, i, &c->hi_index, &c->key)));
+    else
+        y = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm256_min_ps(_mm256_max_ps(y, c->lo), c->hi);
+    __m256i q = _mm256_cvttps_epi32(y);
+    if (dec) *dec = _mm256_mul_ps(_mm256_cvtepi32_ps(q), c->scale);
+    return q;
+}
+
+static inline void put_res(float *res, __m256 v, __m256 dec) {
+    __m256 r = _mm256_sub_ps(v, dec);
+    __m256 a = _mm256_and_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+    _mm256_storeu_ps(res, _mm256_and_ps(r, _mm256_cmp_ps(a, _mm256_set1_ps(INFINITY), _CMP_LT_OQ)));
+}
+
+static inline __m256 load_v(const float *src, const float *res, size_t i) {
+    __m256 v = _mm256_loadu_ps(src + i);
+    return res ? _mm256_add_ps(v, _mm256_loadu_ps(res + i)) : v;
+}
+
+/* 32 int32 codes (4 vectors) -> 32 bytes in element order */
+static inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+/* 8 int32 codes -> 8 bytes in the low half */
+static inline __m128i pack8(__m256i a) {
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    return _mm_packs_epi16(w, w);
+}
+/* 16 code bytes (as 8 16-bit pairs) -> 8 bytes of nibbles in the low half */
+static inline __m128i nibbles(__m128i bytes) {
+    __m128i n = _mm_and_si128(bytes, _mm_set1_epi16(0x0f0f));
+    n = _mm_and_si128(_mm_or_si128(n, _mm_srli_epi16(n, 4)), _mm_set1_epi16(0x00ff));
+    return _mm_packus_epi16(n, n);
+}
+
+void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t base,
+                             int bits, int stochastic, uint64_t seed, uint8_t *out) {
+    size_t len8 = len & ~(size_t)7, i = 0;
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+    for (; i + 32 <= len8; i += 32) {
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i)), absm));
+        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i + 8)), absm));
+        m2 = _mm256_max_epi32(m2, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i + 16)), absm));
+        m3 = _mm256_max_epi32(m3, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i + 24)), absm));
+    }
+    for (; i < len8; i += 8)
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i)), absm));
+    m0 = _mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3));
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(m0), _mm256_extracti128_si256(m0, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4e));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0xb1));
+    uint32_t amax = (uint32_t)_mm_cvtsi128_si32(m);
+    for (; i < len; i++) {
+        uint32_t a = q_bits(res ? src[i] + res[i] : src[i]) & 0x7fffffffu;
+        if (a > amax) amax = a;
+    }
+
+    float levels = bits == 8 ? 127.0f : 7.0f, scale, inv;
+    q_absmax_scale(amax, levels, &scale, &inv);
+    mpiucc_put_u32(out, q_bits(scale));
+    uint8_t *codes = out + 4;
+    if (amax >= 0x7f800000u) {
+        memset(codes, 0, bits == 8 ? len : (len + 1) / 2);
+        if (res) memset(res, 0, len * sizeof(float));
+        return;
+    }
+    int_ctx c = {_mm256_set1_ps(inv), _mm256_set1_ps(scale), _mm256_set1_ps(-levels),
+                 _mm256_set1_ps(levels), stochastic, seed, UINT64_MAX, 0};
+    __m256 d0, d1, d2, d3;
+    __m256 *pd0 = res ? &d0 : NULL, *pd1 = res ? &d1 : NULL, *pd2 = res ? &d2 : NULL,
+           *pd3 = res ? &d3 : NULL;
+    for (i = 0; i + 32 <= len8; i += 32) {
+        __m256 v0 = load_v(src, res, i), v1 = load_v(src, res, i + 8);
+        __m256 v2 = load_v(src, res, i + 16), v3 = load_v(src, res, i + 24);
+        __m256i p = pack32(codes8(&c, v0, base + i, pd0), codes8(&c, v1, base + i + 8, pd1),
+                           codes8(&c, v2, base + i + 16, pd2), codes8(&c, v3, base + i + 24, pd3));
+        if (bits == 8) {
+            _mm256_storeu_si256((__m256i *)(void *)(codes + i), p);
+        } else {
+            __m128i lo = nibbles(_mm256_castsi256_si128(p)), hi = nibbles(_mm256_extracti128_si256(p, 1));
+            _mm_storeu_si128((__m128i *)(void *)(codes + i / 2), _mm_unpacklo_epi64(lo, hi));
+        }
+        if (res) {
+            put_res(res + i, v0, d0);
+            put_res(res + i + 8, v1, d1);
+            put_res(res + i + 16, v2, d2);
+            put_res(res + i + 24, v3, d3);
+        }
+    }
+    for (; i < len8; i += 8) {
+        __m256 v0 = load_v(src, res, i);
+        __m128i p = pack8(codes8(&c, v0, base + i, pd0));
+        if (bits == 8) {
+            _mm_storel_epi64((__m128i *)(void *)(codes + i), p);
+        } else {
+            uint32_t w = (uint32_t)_mm_cvtsi128_si32(nibbles(p));
+            memcpy(codes + i / 2, &w, 4);
+        }
+        if (res) put_res(res + i, v0, d0);
+    }
+    for (; i < len; i++) {
+        float v = res ? src[i] + res[i] : src[i];
+        int q = q_int_code(v, inv, levels, stochastic, seed, base + i);
+        if (bits == 8)
+            codes[i] = (uint8_t)q;
+        else if (i & 1)
+            codes[i / 2] |= (uint8_t)((q & 0xf) << 4);
+        else
+            codes[i / 2] = (uint8_t)(q & 0xf);
+        if (res) res[i] = q_res_f32(v - (float)q * scale);
+    }
+}
+
+static inline void put_out(float *dst, __m256 y, int add) {
+    if (add) y = _mm256_add_ps(_mm256_loadu_ps(dst), y);
+    _mm256_storeu_ps(dst, y);
+}
+
+void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits, int add) {
+    float scale = q_float(mpiucc_get_u32(in));
+    const uint8_t *codes = in + 4;
+    const __m256 s = _mm256_set1_ps(scale);
+    size_t i = 0, len8 = len & ~(size_t)7;
+    if (bits == 8) {
+        for (; i + 32 <= len8; i += 32) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(codes + i));
+            __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+            put_out(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s), add);
+            put_out(dst + i + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s), add);
+            put_out(dst + i + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s), add);
+            put_out(dst + i + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s), add);
+        }
+        for (; i < len8; i += 8) {
+            __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(codes + i));
+            put_out(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), s), add);
+        }
+    } else {
+        const __m256i shifts = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
+        for (; i < len8; i += 8) {
+            uint32_t w;
+            memcpy(&w, codes + i / 2, 4);
+            __m256i q = _mm256_srai_epi32(_mm256_sllv_epi32(_mm256_set1_epi32((int)w), shifts), 28);
+            put_out(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(q), s), add);
+        }
+    }
+    for (; i < len; i++) {
+        int q = bits == 8 ? (int8_t)codes[i] : (((codes[i / 2] >> (4 * (i & 1))) & 0xf) ^ 8) - 8;
+        float y = (float)q * scale;
+        dst[i] = add ? dst[i] + y : y;
+    }
+}
