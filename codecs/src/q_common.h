@@ -9,6 +9,23 @@
 
 #include "internal.h"
 
+/* Force inlining where a dtype argument is a constant, so that each dtype gets its own loop. */
+#if defined(__GNUC__)
+#define Q_INLINE static inline __attribute__((always_inline))
+#else
+#define Q_INLINE static inline
+#endif
+/* Call F(dtype, ...) with dtype t as a constant. */
+#define Q_BY_DTYPE(t, F, ...)                                        \
+    do {                                                             \
+        switch (t) {                                                 \
+        case MPIUCC_DTYPE_F32: F(MPIUCC_DTYPE_F32, __VA_ARGS__); break; \
+        case MPIUCC_DTYPE_F64: F(MPIUCC_DTYPE_F64, __VA_ARGS__); break; \
+        case MPIUCC_DTYPE_F16: F(MPIUCC_DTYPE_F16, __VA_ARGS__); break; \
+        default: F(MPIUCC_DTYPE_BF16, __VA_ARGS__); break;           \
+        }                                                            \
+    } while (0)
+
 #define Q_BLOCK_DEFAULT 256u /* block_size 0 means this, for every block codec */
 #define Q_BLOCK_MIN 8u
 #define Q_BLOCK_MAX 65536u
@@ -101,7 +118,7 @@ static inline float q_f64_to_f32_odd(double d) {
 /* ---- generic element access by dtype ----
  * v = src[i] (+ residual[i]): f32, f16 and bf16 add in f32; f64 adds in f64 and the sum is
  * rounded to f32 (values beyond the f32 range become +-Inf, i.e. non-finite). */
-static inline float q_load_v(mpiucc_dtype t, const void *src, const void *res, size_t i) {
+Q_INLINE float q_load_v(mpiucc_dtype t, const void *src, const void *res, size_t i) {
     switch (t) {
     case MPIUCC_DTYPE_F32: {
         float v = ((const float *)src)[i];
@@ -124,7 +141,7 @@ static inline float q_load_v(mpiucc_dtype t, const void *src, const void *res, s
 
 /* residual[i] = v - dec, where v is what q_load_v returned for i (recomputed here in f64
  * for f64 data, before residual[i] is overwritten); not finite -> 0. */
-static inline void q_store_res(mpiucc_dtype t, const void *src, void *res, size_t i, float v,
+Q_INLINE void q_store_res(mpiucc_dtype t, const void *src, void *res, size_t i, float v,
                                float dec) {
     switch (t) {
     case MPIUCC_DTYPE_F32: ((float *)res)[i] = q_res_f32(v - dec); break;
@@ -139,7 +156,7 @@ static inline void q_store_res(mpiucc_dtype t, const void *src, void *res, size_
 }
 
 /* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). */
-static inline void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add) {
+Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add) {
     switch (t) {
     case MPIUCC_DTYPE_F32:
         if (add) ((float *)dst)[i] += y; else ((float *)dst)[i] = y;
@@ -160,19 +177,39 @@ static inline void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int
     }
 }
 
-/* Stochastic rounding of y: floor(y + u), u uniform in [0, 1) from element i's counter. */
-static inline float q_stochastic(float y, uint64_t seed, uint64_t i) {
-    return floorf(y + mpiucc_random_unit(seed, i));
+/* Round to nearest even and floor, exact for |y| < 2^22 (every code here is below 2^8), with
+ * no libm call; the SIMD kernels use roundps / floorps, which give the same integers. */
+static inline int q_rint(float y) { return (int)((y + 12582912.0f) - 12582912.0f); }
+static inline int q_floor(float y) {
+    int i = (int)y; /* toward zero; one less where that went up (branch free) */
+    return i - ((float)i > y);
 }
 
-/* Code of v in an absmax block: round v * inv (to nearest even, or stochastically with
- * element i's random number), clamped to [-levels, levels]. */
-static inline int q_int_code(float v, float inv, float levels, int stochastic, uint64_t seed,
+/* mpiucc_random_unit(seed, i) with the key of i >> 32 cached across calls. */
+typedef struct {
+    uint64_t seed, hi;
+    uint32_t key;
+} q_rng;
+static inline q_rng q_rng_init(uint64_t seed) {
+    q_rng r = {seed, UINT64_MAX, 0}; /* no index has i >> 32 == UINT64_MAX */
+    return r;
+}
+static inline float q_rng_unit(q_rng *r, uint64_t i) {
+    if ((i >> 32) != r->hi) {
+        r->hi = i >> 32;
+        r->key = mpiucc_random_key(r->seed, r->hi);
+    }
+    return (float)(mpiucc_hash32((uint32_t)i + r->key) >> 8) * (1.0f / 16777216.0f);
+}
+
+
+/* Code of element i (value v) in an absmax block: v * inv rounded to nearest even, or
+ * stochastically (floor(y + u), u its random number), clamped to [-levels, levels]. */
+static inline int q_int_code(float v, float inv, float levels, int stochastic, q_rng *rng,
                              uint64_t i) {
-    float y = v * inv;
-    y = stochastic ? q_stochastic(y, seed, i) : nearbyintf(y);
-    y = fminf(fmaxf(y, -levels), levels);
-    return (int)y;
+    float y = v * inv; /* |y| <= levels (1 + 2^-23): inv is levels / absmax or less */
+    int q = stochastic ? q_floor(y + q_rng_unit(rng, i)) : q_rint(y), l = (int)levels;
+    return q < -l ? -l : q > l ? l : q;
 }
 
 /* ---- AVX2 kernels (codecs/src/x86/), f32 data only; same bytes as the generic path ---- */

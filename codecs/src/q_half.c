@@ -25,18 +25,14 @@ static uint16_t f64_to_bf16_sat(double d, uint32_t *sat) {
     return q_f32_to_bf16_sat(q_f64_to_f32_odd(d));
 }
 
-typedef struct {
-    uint16_t (*narrow)(float f);
-    uint16_t (*narrow64)(double d, uint32_t *sat);
-    float (*widen)(uint16_t h);
-    float max; /* largest finite value */
-} half_kind;
+#define BF16_MAX 3.38953139e38f /* 0x7f7f0000 */
 
-static float bf16_widen(uint16_t h) { return mpiucc_bf16_to_f32(h); }
-
-static const half_kind kind_fp16 = {q_f32_to_f16_sat, f64_to_f16_sat, q_f16_to_f32, Q_F16_MAX};
-static const half_kind kind_bf16 = {q_f32_to_bf16_sat, f64_to_bf16_sat, bf16_widen,
-                                    3.38953139e38f /* 0x7f7f0000 */};
+static inline uint16_t narrow(int fp16, float v) {
+    return fp16 ? q_f32_to_f16_sat(v) : q_f32_to_bf16_sat(v);
+}
+static inline float widen(int fp16, uint16_t h) {
+    return fp16 ? q_f16_to_f32(h) : mpiucc_bf16_to_f32(h);
+}
 
 static size_t half_payload_bound(const mpiucc_params *p, size_t n) {
     (void)p;
@@ -49,44 +45,54 @@ static mpiucc_status half_check_params(const mpiucc_params *p) {
     return MPIUCC_OK;
 }
 
-static void half_encode_generic(const half_kind *k, mpiucc_dtype t, const void *src, void *res,
-                                size_t n, uint8_t *out, uint32_t *sat) {
+Q_INLINE void half_encode_generic(mpiucc_dtype t, int fp16, const void *src, void *res,
+                                 size_t n, uint8_t *out, uint32_t *sat) {
     if (t == MPIUCC_DTYPE_F64) {
         const double *s = (const double *)src;
         double *r = (double *)res;
         for (size_t i = 0; i < n; i++) {
             double v = r ? s[i] + r[i] : s[i];
-            uint16_t h = k->narrow64(v, sat);
+            uint16_t h = fp16 ? f64_to_f16_sat(v, sat) : f64_to_bf16_sat(v, sat);
             put_u16(out + 2 * i, h);
-            if (r) r[i] = q_res_f64(v - (double)k->widen(h));
+            if (r) r[i] = q_res_f64(v - (double)widen(fp16, h));
         }
         return;
     }
-    float top = k->max;
+    float top = fp16 ? Q_F16_MAX : BF16_MAX;
+    uint32_t over = 0;
     for (size_t i = 0; i < n; i++) {
         float v = q_load_v(t, src, res, i), a = fabsf(v);
-        if (a > top && a < INFINITY) *sat = 1;
-        uint16_t h = k->narrow(v);
+        over |= a > top && a < INFINITY;
+        uint16_t h = narrow(fp16, v);
         put_u16(out + 2 * i, h);
-        if (res) q_store_res(t, src, res, i, v, k->widen(h));
+        if (res) q_store_res(t, src, res, i, v, widen(fp16, h));
     }
+    if (over) *sat = 1;
 }
 
-static mpiucc_status half_encode(const half_kind *k, const mpiucc_params *p, const void *src,
-                                 void *res, size_t n, uint8_t *out, size_t capacity,
-                                 size_t *size, mpiucc_header *h) {
+Q_INLINE void half_decode_generic(mpiucc_dtype t, int fp16, const uint8_t *payload, void *dst,
+                                  size_t n, int add) {
+    for (size_t i = 0; i < n; i++) q_store_out(t, dst, i, widen(fp16, get_u16(payload + 2 * i)), add);
+}
+
+static mpiucc_status half_encode(int fp16, const mpiucc_params *p, const void *src, void *res,
+                                 size_t n, uint8_t *out, size_t capacity, size_t *size,
+                                 mpiucc_header *h) {
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
     if (capacity / 2 < n) return MPIUCC_ERR_CAPACITY;
     uint32_t sat = 0;
 #if MPIUCC_X86
     if (q_use_avx2(t)) {
-        if (k == &kind_fp16)
+        if (fp16)
             q_fp16_encode_avx2((const float *)src, (float *)res, n, out, &sat);
         else
             q_bf16_encode_avx2((const float *)src, (float *)res, n, out, &sat);
     } else
 #endif
-        half_encode_generic(k, t, src, res, n, out, &sat);
+    if (fp16)
+        Q_BY_DTYPE(t, half_encode_generic, 1, src, res, n, out, &sat);
+    else
+        Q_BY_DTYPE(t, half_encode_generic, 0, src, res, n, out, &sat);
     *size = 2 * n;
     h->bound = INFINITY;
     h->aux = sat ? Q_FLAG_SATURATED : 0;
@@ -100,38 +106,41 @@ static mpiucc_status half_check_header(const mpiucc_header *h) {
     return MPIUCC_OK;
 }
 
-static mpiucc_status half_decode(const half_kind *k, const mpiucc_header *h,
-                                 const uint8_t *payload, void *dst, int add) {
+static mpiucc_status half_decode(int fp16, const mpiucc_header *h, const uint8_t *payload,
+                                 void *dst, int add) {
     mpiucc_dtype t = (mpiucc_dtype)h->dtype;
     size_t n = (size_t)h->count;
 #if MPIUCC_X86
     if (q_use_avx2(t)) {
-        if (k == &kind_fp16)
+        if (fp16)
             q_fp16_decode_avx2(payload, (float *)dst, n, add);
         else
             q_bf16_decode_avx2(payload, (float *)dst, n, add);
         return MPIUCC_OK;
     }
 #endif
-    for (size_t i = 0; i < n; i++) q_store_out(t, dst, i, k->widen(get_u16(payload + 2 * i)), add);
+    if (fp16)
+        Q_BY_DTYPE(t, half_decode_generic, 1, payload, dst, n, add);
+    else
+        Q_BY_DTYPE(t, half_decode_generic, 0, payload, dst, n, add);
     return MPIUCC_OK;
 }
 
 static mpiucc_status fp16_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
                                  uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
-    return half_encode(&kind_fp16, p, src, res, n, out, capacity, size, h);
+    return half_encode(1, p, src, res, n, out, capacity, size, h);
 }
 static mpiucc_status fp16_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add) {
-    return half_decode(&kind_fp16, h, payload, dst, add);
+    return half_decode(1, h, payload, dst, add);
 }
 static mpiucc_status bf16_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
                                  uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
-    return half_encode(&kind_bf16, p, src, res, n, out, capacity, size, h);
+    return half_encode(0, p, src, res, n, out, capacity, size, h);
 }
 static mpiucc_status bf16_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add) {
-    return half_decode(&kind_bf16, h, payload, dst, add);
+    return half_decode(0, h, payload, dst, add);
 }
 
 const mpiucc_codec_impl mpiucc_fp16_impl = {half_payload_bound, half_check_params, fp16_encode,

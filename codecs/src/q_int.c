@@ -24,8 +24,8 @@ static mpiucc_status int_check_params(const mpiucc_params *p) {
     return MPIUCC_OK;
 }
 
-static void int_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0, size_t len,
-                             int bits, int stochastic, uint64_t seed, uint8_t *out) {
+Q_INLINE void int_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0, size_t len,
+                               int bits, int stochastic, q_rng *rng, uint8_t *out) {
     uint32_t amax = 0;
     for (size_t j = 0; j < len; j++) {
         uint32_t a = q_bits(q_load_v(t, src, res, i0 + j)) & 0x7fffffffu;
@@ -45,7 +45,7 @@ static void int_encode_block(mpiucc_dtype t, const void *src, void *res, size_t 
     }
     for (size_t j = 0; j < len; j++) {
         float v = q_load_v(t, src, res, i0 + j);
-        int q = q_int_code(v, inv, levels, stochastic, seed, i0 + j);
+        int q = q_int_code(v, inv, levels, stochastic, rng, i0 + j);
         if (bits == 8)
             codes[j] = (uint8_t)q;
         else if (j & 1)
@@ -53,6 +53,20 @@ static void int_encode_block(mpiucc_dtype t, const void *src, void *res, size_t 
         else
             codes[j / 2] = (uint8_t)(q & 0xf);
         if (res) q_store_res(t, src, res, i0 + j, v, (float)q * scale);
+    }
+}
+
+Q_INLINE void int_decode_block(mpiucc_dtype t, const uint8_t *in, void *dst, size_t i0,
+                               size_t len, int bits, int add) {
+    float scale = q_float(mpiucc_get_u32(in));
+    const uint8_t *codes = in + 4;
+    for (size_t j = 0; j < len; j++) {
+        int q;
+        if (bits == 8)
+            q = (int8_t)codes[j];
+        else
+            q = (((codes[j / 2] >> (4 * (j & 1))) & 0xf) ^ 8) - 8;
+        q_store_out(t, dst, i0 + j, (float)q * scale, add);
     }
 }
 
@@ -64,6 +78,7 @@ static mpiucc_status int_encode(const mpiucc_params *p, const void *src, void *r
     uint64_t total = int_payload(n, b, bits);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
     int simd = q_use_avx2(t);
+    q_rng rng = q_rng_init(p->seed);
     uint8_t *o = out;
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b;
@@ -73,7 +88,7 @@ static mpiucc_status int_encode(const mpiucc_params *p, const void *src, void *r
                                     i0, bits, stochastic, p->seed, o);
         else
 #endif
-            int_encode_block(t, src, res, i0, len, bits, stochastic, p->seed, o);
+            Q_BY_DTYPE(t, int_encode_block, src, res, i0, len, bits, stochastic, &rng, o);
         o += 4 + code_bytes(len, bits);
     }
     (void)simd;
@@ -110,16 +125,7 @@ static mpiucc_status int_decode(const mpiucc_header *h, const uint8_t *payload, 
             continue;
         }
 #endif
-        float scale = q_float(mpiucc_get_u32(in));
-        const uint8_t *codes = in + 4;
-        for (size_t j = 0; j < len; j++) {
-            int q;
-            if (bits == 8)
-                q = (int8_t)codes[j];
-            else
-                q = (((codes[j / 2] >> (4 * (j & 1))) & 0xf) ^ 8) - 8;
-            q_store_out(t, dst, i0 + j, (float)q * scale, add);
-        }
+        Q_BY_DTYPE(t, int_decode_block, in, dst, i0, len, bits, add);
         in += 4 + code_bytes(len, bits);
     }
     (void)simd;

@@ -35,35 +35,36 @@ static float norm_of(double sumsq) {
     return r <= FLT_MAX ? (float)r : FLT_MAX;
 }
 
-static void qsgd_encode_block(const mpiucc_params *p, const void *src, void *res, size_t i0,
-                              size_t len, int w, uint8_t *out) {
-    mpiucc_dtype t = (mpiucc_dtype)p->dtype;
+Q_INLINE void qsgd_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0,
+                                size_t len, uint32_t levels, int stochastic, q_rng *rng, int w,
+                                uint8_t *out) {
     double lanes[Q_LANES] = {0};
     for (size_t j = 0; j < len; j++) {
         double v = q_load_v(t, src, res, i0 + j);
         lanes[j % Q_LANES] += v * v;
     }
-    float norm = norm_of(q_lanes_sum(lanes)), s = (float)p->levels;
+    float norm = norm_of(q_lanes_sum(lanes)), s = (float)levels;
     float inv = 0.0f, step = norm / s;
-    if (norm > 0.0f) { /* false for NaN: a non-finite block gets zero codes */
+    int finite = norm == norm; /* a non-finite block gets zero codes */
+    if (norm > 0.0f) {
         inv = s / norm;
         if (!(inv <= FLT_MAX)) inv = FLT_MAX;
     }
     mpiucc_put_u32(out, q_bits(norm));
     uint8_t *o = out + 4;
     uint64_t acc = 0;
-    int nacc = 0, stochastic = p->rounding == MPIUCC_ROUND_STOCHASTIC;
+    int nacc = 0;
     for (size_t j = 0; j < len; j++) {
-        float v = q_load_v(t, src, res, i0 + j), y = norm == norm ? fabsf(v) * inv : 0.0f;
-        y = stochastic ? q_stochastic(y, p->seed, i0 + j) : nearbyintf(y);
-        int l = y < s ? (int)y : (int)p->levels;
-        int code = q_bits(v) >> 31 ? (int)p->levels - l : (int)p->levels + l;
+        float v = q_load_v(t, src, res, i0 + j), y = finite ? fabsf(v) * inv : 0.0f;
+        int l = stochastic ? q_floor(y + q_rng_unit(rng, i0 + j)) : q_rint(y); /* <= s + 1 */
+        if (l > (int)levels) l = (int)levels;
+        int code = q_bits(v) >> 31 ? (int)levels - l : (int)levels + l;
         acc |= (uint64_t)code << nacc;
         for (nacc += w; nacc >= 8; nacc -= 8) {
             *o++ = (uint8_t)acc;
             acc >>= 8;
         }
-        if (res) q_store_res(t, src, res, i0 + j, v, (float)(code - (int)p->levels) * step);
+        if (res) q_store_res(t, src, res, i0 + j, v, (float)(code - (int)levels) * step);
     }
     if (nacc) *o = (uint8_t)acc;
 }
@@ -74,10 +75,12 @@ static mpiucc_status qsgd_encode(const mpiucc_params *p, const void *src, void *
     int w = code_width(p->levels);
     uint64_t total = qsgd_payload(n, b, w);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
+    q_rng rng = q_rng_init(p->seed);
     uint8_t *o = out;
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b;
-        qsgd_encode_block(p, src, res, i0, len, w, o);
+        Q_BY_DTYPE((mpiucc_dtype)p->dtype, qsgd_encode_block, src, res, i0, len, p->levels,
+                   p->rounding == MPIUCC_ROUND_STOCHASTIC, &rng, w, o);
         o += 4 + (len * (size_t)w + 7) / 8;
     }
     *size = (size_t)total;
@@ -96,6 +99,24 @@ static mpiucc_status qsgd_check_header(const mpiucc_header *h) {
     return MPIUCC_OK;
 }
 
+Q_INLINE void qsgd_decode_block(mpiucc_dtype t, const uint8_t *in, void *dst, size_t i0,
+                                size_t len, int s, int w, int add) {
+    float step = q_float(mpiucc_get_u32(in)) / (float)s;
+    const uint8_t *c = in + 4;
+    uint64_t acc = 0, mask = (1u << w) - 1;
+    int nacc = 0;
+    for (size_t j = 0; j < len; j++) {
+        if (nacc < w) { /* never reads past the block: its codes fill ceil(len w / 8) bytes */
+            acc |= (uint64_t)*c++ << nacc;
+            nacc += 8;
+        }
+        int code = (int)(acc & mask);
+        acc >>= w;
+        nacc -= w;
+        q_store_out(t, dst, i0 + j, (float)(code - s) * step, add);
+    }
+}
+
 static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add) {
     mpiucc_dtype t = (mpiucc_dtype)h->dtype;
@@ -103,24 +124,10 @@ static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload,
     int s = (int)(h->aux & 0xffu), w = code_width((uint32_t)s);
     unsigned pad = (unsigned)((n * (size_t)w) & 7);
     if (pad && (payload[h->payload_size - 1] >> pad)) return MPIUCC_ERR_CORRUPT;
-    uint64_t mask = (1u << w) - 1;
     const uint8_t *in = payload;
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b;
-        float step = q_float(mpiucc_get_u32(in)) / (float)s;
-        const uint8_t *c = in + 4;
-        uint64_t acc = 0;
-        int nacc = 0;
-        for (size_t j = 0; j < len; j++) {
-            while (nacc < w) {
-                acc |= (uint64_t)*c++ << nacc;
-                nacc += 8;
-            }
-            int code = (int)(acc & mask);
-            acc >>= w;
-            nacc -= w;
-            q_store_out(t, dst, i0 + j, (float)(code - s) * step, add);
-        }
+        Q_BY_DTYPE(t, qsgd_decode_block, in, dst, i0, len, s, w, add);
         in += 4 + (len * (size_t)w + 7) / 8;
     }
     return MPIUCC_OK;

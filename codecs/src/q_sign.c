@@ -16,8 +16,8 @@ static mpiucc_status sign_check_params(const mpiucc_params *p) {
     return MPIUCC_OK;
 }
 
-static void sign_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0, size_t len,
-                              uint8_t *out) {
+Q_INLINE void sign_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0,
+                                size_t len, uint8_t *out) {
     double lanes[Q_LANES] = {0};
     for (size_t j = 0; j < len; j++) lanes[j % Q_LANES] += (double)fabsf(q_load_v(t, src, res, i0 + j));
     float scale = q_mean_scale(q_lanes_sum(lanes), len);
@@ -47,7 +47,7 @@ static mpiucc_status sign_encode(const mpiucc_params *p, const void *src, void *
             q_sign_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL, len, o);
         else
 #endif
-            sign_encode_block(t, src, res, i0, len, o);
+            Q_BY_DTYPE(t, sign_encode_block, src, res, i0, len, o);
         o += 4 + (len + 7) / 8;
     }
     (void)simd;
@@ -62,6 +62,16 @@ static mpiucc_status sign_check_header(const mpiucc_header *h) {
         h->payload_size != sign_payload(h->count, h->block))
         return MPIUCC_ERR_CORRUPT;
     return MPIUCC_OK;
+}
+
+Q_INLINE void sign_decode_block(mpiucc_dtype t, const uint8_t *in, void *dst, size_t i0,
+                                size_t len, int add) {
+    uint32_t scale = mpiucc_get_u32(in);
+    const uint8_t *bits = in + 4;
+    for (size_t j = 0; j < len; j++) {
+        uint32_t neg = (bits[j / 8] >> (j & 7)) & 1u;
+        q_store_out(t, dst, i0 + j, q_float(scale | neg << 31), add);
+    }
 }
 
 static mpiucc_status sign_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
@@ -81,12 +91,7 @@ static mpiucc_status sign_decode(const mpiucc_header *h, const uint8_t *payload,
             continue;
         }
 #endif
-        uint32_t scale = mpiucc_get_u32(in);
-        const uint8_t *bits = in + 4;
-        for (size_t j = 0; j < len; j++) {
-            uint32_t neg = (bits[j / 8] >> (j & 7)) & 1u;
-            q_store_out(t, dst, i0 + j, q_float(scale | neg << 31), add);
-        }
+        Q_BY_DTYPE(t, sign_decode_block, in, dst, i0, len, add);
         in += 4 + (len + 7) / 8;
     }
     (void)simd;

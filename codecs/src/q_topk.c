@@ -21,18 +21,49 @@ static mpiucc_status topk_check_params(const mpiucc_params *p) {
     return MPIUCC_OK;
 }
 
-static uint32_t key_of(float v) { return q_bits(v) & 0x7fffffffu; }
+/* Rank of element j of value v: larger is kept first (|v| as bits, then lower position). */
+static inline uint64_t rank_of(float v, size_t j) {
+    return (uint64_t)(q_bits(v) & 0x7fffffffu) << 32 | (uint32_t)~(uint32_t)j;
+}
 
-/* The m-th largest key of the block (radix select, 8 bits per pass) and how many elements
- * with exactly that key are kept. */
-static uint32_t threshold(mpiucc_dtype t, const void *src, const void *res, size_t i0,
-                          size_t len, size_t m, size_t *take_equal) {
+#define HEAP_MAX 1024 /* m up to this: a heap of the m best ranks; beyond: radix select */
+
+static void sift_down(uint64_t *heap, size_t m, size_t i) {
+    uint64_t x = heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && heap[c + 1] < heap[c]) c++;
+        if (heap[c] >= x) break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = x;
+}
+
+/* The m-th largest rank of the block: everything ranked at or above it is kept. */
+Q_INLINE uint64_t threshold(mpiucc_dtype t, const void *src, const void *res, size_t i0,
+                            size_t len, size_t m) {
+    if (m <= HEAP_MAX) {
+        uint64_t heap[HEAP_MAX];
+        for (size_t j = 0; j < m; j++) heap[j] = rank_of(q_load_v(t, src, res, i0 + j), j);
+        for (size_t i = m / 2; i-- > 0;) sift_down(heap, m, i);
+        for (size_t j = m; j < len; j++) {
+            uint64_t r = rank_of(q_load_v(t, src, res, i0 + j), j);
+            if (r > heap[0]) {
+                heap[0] = r;
+                sift_down(heap, m, 0);
+            }
+        }
+        return heap[0];
+    }
+    /* radix select on |v| bits, 8 per pass; then the need-th position among equal keys */
     uint32_t prefix = 0, pmask = 0;
     size_t need = m;
     for (int shift = 24; shift >= 0; shift -= 8) {
         uint32_t hist[256] = {0};
         for (size_t j = 0; j < len; j++) {
-            uint32_t key = key_of(q_load_v(t, src, res, i0 + j));
+            uint32_t key = q_bits(q_load_v(t, src, res, i0 + j)) & 0x7fffffffu;
             if ((key & pmask) == prefix) hist[(key >> shift) & 0xffu]++;
         }
         int d = 255;
@@ -40,23 +71,19 @@ static uint32_t threshold(mpiucc_dtype t, const void *src, const void *res, size
         prefix |= (uint32_t)d << shift;
         pmask |= 0xffu << shift;
     }
-    *take_equal = need;
-    return prefix;
+    size_t j = 0;
+    for (;; j++)
+        if ((q_bits(q_load_v(t, src, res, i0 + j)) & 0x7fffffffu) == prefix && !--need) break;
+    return (uint64_t)prefix << 32 | (uint32_t)~(uint32_t)j;
 }
 
-static void topk_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0, size_t len,
-                              size_t m, uint8_t *out) {
-    size_t take_equal = 0;
-    uint32_t thr = m < len ? threshold(t, src, res, i0, len, m, &take_equal) : 0;
+Q_INLINE void topk_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0,
+                                size_t len, size_t m, uint8_t *out) {
+    uint64_t thr = m < len ? threshold(t, src, res, i0, len, m) : 0;
     uint8_t *pos = out, *val = out + 2 * m;
     for (size_t j = 0; j < len; j++) {
         float v = q_load_v(t, src, res, i0 + j);
-        uint32_t key = key_of(v);
-        int keep = m == len || key > thr;
-        if (!keep && key == thr && take_equal) {
-            keep = 1;
-            take_equal--;
-        }
+        int keep = rank_of(v, j) >= thr;
         if (keep) {
             pos[0] = (uint8_t)j;
             pos[1] = (uint8_t)(j >> 8);
@@ -76,7 +103,7 @@ static mpiucc_status topk_encode(const mpiucc_params *p, const void *src, void *
     uint8_t *o = out;
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b, m = k < len ? k : len;
-        topk_encode_block((mpiucc_dtype)p->dtype, src, res, i0, len, m, o);
+        Q_BY_DTYPE((mpiucc_dtype)p->dtype, topk_encode_block, src, res, i0, len, m, o);
         o += 6 * m;
     }
     *size = (size_t)total;

@@ -4,12 +4,12 @@
 #include "../q_common.h"
 
 /* Uniform [0, 1) numbers of elements i .. i+7 (i a multiple of 8, so all share i >> 32). */
-static inline __m256 rand8(uint64_t seed, uint64_t i, uint64_t *hi, uint32_t *key) {
-    if ((i >> 32) != *hi) {
-        *hi = i >> 32;
-        *key = mpiucc_random_key(seed, *hi);
+static inline __m256 rand8(q_rng *rng, uint64_t i) {
+    if ((i >> 32) != rng->hi) {
+        rng->hi = i >> 32;
+        rng->key = mpiucc_random_key(rng->seed, rng->hi);
     }
-    __m256i x = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)i + *key)),
+    __m256i x = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)i + rng->key)),
                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
     x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
@@ -22,15 +22,14 @@ static inline __m256 rand8(uint64_t seed, uint64_t i, uint64_t *hi, uint32_t *ke
 typedef struct {
     __m256 inv, scale, lo, hi;
     int stochastic;
-    uint64_t seed, hi_index;
-    uint32_t key;
+    q_rng rng;
 } int_ctx;
 
 /* Codes of v = elements i .. i+7 as int32; *dec receives their decoded values. */
 static inline __m256i codes8(int_ctx *c, __m256 v, uint64_t i, __m256 *dec) {
     __m256 y = _mm256_mul_ps(v, c->inv);
     if (c->stochastic)
-        y = _mm256_floor_ps(_mm256_add_ps(y, rand8(c->seed, i, &c->hi_index, &c->key)));
+        y = _mm256_floor_ps(_mm256_add_ps(y, rand8(&c->rng, i)));
     else
         y = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     y = _mm256_min_ps(_mm256_max_ps(y, c->lo), c->hi);
@@ -100,7 +99,7 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
         return;
     }
     int_ctx c = {_mm256_set1_ps(inv), _mm256_set1_ps(scale), _mm256_set1_ps(-levels),
-                 _mm256_set1_ps(levels), stochastic, seed, UINT64_MAX, 0};
+                 _mm256_set1_ps(levels), stochastic, q_rng_init(seed)};
     __m256 d0, d1, d2, d3;
     __m256 *pd0 = res ? &d0 : NULL, *pd1 = res ? &d1 : NULL, *pd2 = res ? &d2 : NULL,
            *pd3 = res ? &d3 : NULL;
@@ -135,7 +134,7 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
     }
     for (; i < len; i++) {
         float v = res ? src[i] + res[i] : src[i];
-        int q = q_int_code(v, inv, levels, stochastic, seed, base + i);
+        int q = q_int_code(v, inv, levels, stochastic, &c.rng, base + i);
         if (bits == 8)
             codes[i] = (uint8_t)q;
         else if (i & 1)
