@@ -212,6 +212,40 @@ static inline int q_int_code(float v, float inv, float levels, int stochastic, q
     return q < -l ? -l : q > l ? l : q;
 }
 
+/* qsgd: the block's norm from its sum of squares (NaN when not finite, capped at FLT_MAX),
+ * the multiplier inv = s / norm (capped; 0 for a zero or non-finite norm) and the step. */
+typedef struct {
+    float norm, inv, step;
+    int finite;
+} q_qsgd_block;
+static inline q_qsgd_block q_qsgd_scales(double sumsq, uint32_t levels) {
+    q_qsgd_block b;
+    float s = (float)levels;
+    if (sumsq < INFINITY) {
+        double r = sqrt(sumsq);
+        b.norm = r <= FLT_MAX ? (float)r : FLT_MAX;
+    } else {
+        b.norm = q_float(Q_NAN_BITS);
+    }
+    b.finite = b.norm == b.norm;
+    b.inv = 0.0f;
+    if (b.norm > 0.0f) {
+        b.inv = s / b.norm;
+        if (!(b.inv <= FLT_MAX)) b.inv = FLT_MAX;
+    }
+    b.step = b.norm / s;
+    return b;
+}
+/* qsgd code of element i (value v): s + l, or s - l when v's sign bit is set; a non-finite
+ * block has l = 0 everywhere. */
+static inline int q_qsgd_code(const q_qsgd_block *b, float v, uint32_t levels, int stochastic,
+                              q_rng *rng, uint64_t i) {
+    float y = b->finite ? fabsf(v) * b->inv : 0.0f; /* y <= s (1 + 2^-23) */
+    int l = stochastic ? q_floor(y + q_rng_unit(rng, i)) : q_rint(y);
+    if (l > (int)levels) l = (int)levels;
+    return q_bits(v) >> 31 ? (int)levels - l : (int)levels + l;
+}
+
 /* ---- AVX2 kernels (codecs/src/x86/), f32 data only; same bytes as the generic path ---- */
 #if MPIUCC_X86
 void q_fp16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *sat);
@@ -224,6 +258,12 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
 void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits, int add);
 void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t *out);
 void q_sign_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int add);
+/* One qsgd block (codes w bits wide); may write scratch bytes up to out + room. */
+void q_qsgd_encode_block_avx2(const float *src, float *res, size_t len, uint64_t base,
+                              uint32_t levels, int w, int stochastic, q_rng *rng, uint8_t *out,
+                              size_t room);
+void q_qsgd_decode_block_avx2(const uint8_t *in, float *dst, size_t len, uint32_t levels, int w,
+                              int add, size_t room);
 #endif
 
 static inline int q_use_avx2(mpiucc_dtype t) {

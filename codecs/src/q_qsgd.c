@@ -28,13 +28,6 @@ static mpiucc_status qsgd_check_params(const mpiucc_params *p) {
     return MPIUCC_OK;
 }
 
-/* The norm from the sum of squares: NaN when not finite, capped at FLT_MAX. */
-static float norm_of(double sumsq) {
-    if (!(sumsq < INFINITY)) return q_float(Q_NAN_BITS);
-    double r = sqrt(sumsq);
-    return r <= FLT_MAX ? (float)r : FLT_MAX;
-}
-
 Q_INLINE void qsgd_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0,
                                 size_t len, uint32_t levels, int stochastic, q_rng *rng, int w,
                                 uint8_t *out) {
@@ -43,28 +36,20 @@ Q_INLINE void qsgd_encode_block(mpiucc_dtype t, const void *src, void *res, size
         double v = q_load_v(t, src, res, i0 + j);
         lanes[j % Q_LANES] += v * v;
     }
-    float norm = norm_of(q_lanes_sum(lanes)), s = (float)levels;
-    float inv = 0.0f, step = norm / s;
-    int finite = norm == norm; /* a non-finite block gets zero codes */
-    if (norm > 0.0f) {
-        inv = s / norm;
-        if (!(inv <= FLT_MAX)) inv = FLT_MAX;
-    }
-    mpiucc_put_u32(out, q_bits(norm));
+    q_qsgd_block qb = q_qsgd_scales(q_lanes_sum(lanes), levels);
+    mpiucc_put_u32(out, q_bits(qb.norm));
     uint8_t *o = out + 4;
     uint64_t acc = 0;
     int nacc = 0;
     for (size_t j = 0; j < len; j++) {
-        float v = q_load_v(t, src, res, i0 + j), y = finite ? fabsf(v) * inv : 0.0f;
-        int l = stochastic ? q_floor(y + q_rng_unit(rng, i0 + j)) : q_rint(y); /* <= s + 1 */
-        if (l > (int)levels) l = (int)levels;
-        int code = q_bits(v) >> 31 ? (int)levels - l : (int)levels + l;
+        float v = q_load_v(t, src, res, i0 + j);
+        int code = q_qsgd_code(&qb, v, levels, stochastic, rng, i0 + j);
         acc |= (uint64_t)code << nacc;
         for (nacc += w; nacc >= 8; nacc -= 8) {
             *o++ = (uint8_t)acc;
             acc >>= 8;
         }
-        if (res) q_store_res(t, src, res, i0 + j, v, (float)(code - (int)levels) * step);
+        if (res) q_store_res(t, src, res, i0 + j, v, (float)(code - (int)levels) * qb.step);
     }
     if (nacc) *o = (uint8_t)acc;
 }
@@ -76,13 +61,22 @@ static mpiucc_status qsgd_encode(const mpiucc_params *p, const void *src, void *
     uint64_t total = qsgd_payload(n, b, w);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
     q_rng rng = q_rng_init(p->seed);
+    mpiucc_dtype t = (mpiucc_dtype)p->dtype;
+    int stochastic = p->rounding == MPIUCC_ROUND_STOCHASTIC, simd = q_use_avx2(t);
     uint8_t *o = out;
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b;
-        Q_BY_DTYPE((mpiucc_dtype)p->dtype, qsgd_encode_block, src, res, i0, len, p->levels,
-                   p->rounding == MPIUCC_ROUND_STOCHASTIC, &rng, w, o);
+#if MPIUCC_X86
+        if (simd)
+            q_qsgd_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL, len,
+                                     i0, p->levels, w, stochastic, &rng, o,
+                                     capacity - (size_t)(o - out));
+        else
+#endif
+            Q_BY_DTYPE(t, qsgd_encode_block, src, res, i0, len, p->levels, stochastic, &rng, w, o);
         o += 4 + (len * (size_t)w + 7) / 8;
     }
+    (void)simd;
     *size = (size_t)total;
     h->bound = INFINITY;
     h->block = (uint32_t)b;
@@ -125,11 +119,19 @@ static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload,
     unsigned pad = (unsigned)((n * (size_t)w) & 7);
     if (pad && (payload[h->payload_size - 1] >> pad)) return MPIUCC_ERR_CORRUPT;
     const uint8_t *in = payload;
+    int simd = q_use_avx2(t);
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b;
-        Q_BY_DTYPE(t, qsgd_decode_block, in, dst, i0, len, s, w, add);
+#if MPIUCC_X86
+        if (simd)
+            q_qsgd_decode_block_avx2(in, (float *)dst + i0, len, (uint32_t)s, w, add,
+                                     (size_t)(payload + h->payload_size - in));
+        else
+#endif
+            Q_BY_DTYPE(t, qsgd_decode_block, in, dst, i0, len, s, w, add);
         in += 4 + (len * (size_t)w + 7) / 8;
     }
+    (void)simd;
     return MPIUCC_OK;
 }
 

@@ -95,6 +95,20 @@ static void test_paths(void) {
                         if (mpiucc_compress_bound(&p, 1) == 0) continue; /* rounding not offered */
                         compare_paths(&p, sizes[si], kind);
                     }
+    /* qsgd: every code width (2..8 bits) */
+    const uint32_t levels[] = {1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 127};
+    for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++)
+        for (uint32_t rounding = 0; rounding < 2; rounding++)
+            for (size_t si = 0; si < 6; si++)
+                for (int kind = 0; kind < 3; kind++) {
+                    const size_t ns[] = {5, 8, 64, 263, 1000, 4103};
+                    mpiucc_params p = q_params(MPIUCC_CODEC_QSGD, MPIUCC_DTYPE_F32);
+                    p.levels = levels[li];
+                    p.rounding = rounding;
+                    p.block_size = si & 1 ? 24 : 0;
+                    p.seed = li;
+                    compare_paths(&p, ns[si], kind);
+                }
     /* every fp16 and bf16 pattern decodes the same way on both paths */
     uint8_t *frame = malloc(MPIUCC_HEADER_SIZE + 2 * 65536);
     float *y0 = malloc(65536 * 4), *y1 = malloc(65536 * 4), one = 1.0f;

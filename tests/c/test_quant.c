@@ -279,6 +279,56 @@ static void test_nonfinite_blocks(void) {
     CHECK(y[1] == -2 && y[2] == 2 && y[4] == 2 && y[5] == 0 && y[0] == 0);
 }
 
+/* topk keeps exactly the m best by (|v| bits descending, position ascending): checked against a
+ * brute-force count on data with many ties, for the heap (m <= 1024) and radix-select paths. */
+static void test_topk_select(void) {
+    const uint32_t cases[][2] = {{64, 5}, {64, 64}, {2048, 1024}, {2048, 1025}, {4096, 1500}, {4096, 4095}};
+    const size_t n = 9000;
+    float *x = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = q_rand();
+            x[i] = (float)((int)(r % 7) - 3) * (r & 64 ? 1.0f : 0.5f);
+            if (r % 501 == 0) x[i] = NAN;
+            if (r % 777 == 0) x[i] = -INFINITY;
+            if (ci & 1 && r % 3 == 0) x[i] = (float)q_normal();
+        }
+        mpiucc_params p = q_params(MPIUCC_CODEC_TOPK, MPIUCC_DTYPE_F32);
+        p.block_size = cases[ci][0];
+        p.levels = cases[ci][1];
+        size_t size;
+        mpiucc_status st;
+        uint8_t *frame = q_compress(&p, x, NULL, n, &size, &st);
+        CHECK(frame != NULL);
+        if (!frame) continue;
+        const uint8_t *in = frame + MPIUCC_HEADER_SIZE;
+        for (size_t i0 = 0; i0 < n; i0 += p.block_size) {
+            size_t len = n - i0 < p.block_size ? n - i0 : p.block_size, m = p.levels < len ? p.levels : len;
+            static unsigned char kept[65536];
+            memset(kept, 0, len);
+            for (size_t e = 0; e < m; e++) kept[in[2 * e] | in[2 * e + 1] << 8] = 1;
+            for (size_t j = 0; j < len; j++) { /* j is kept iff fewer than m rank above it */
+                uint32_t kj;
+                memcpy(&kj, &x[i0 + j], 4);
+                kj &= 0x7fffffffu;
+                size_t above = 0;
+                for (size_t o = 0; o < len; o++) {
+                    uint32_t ko;
+                    memcpy(&ko, &x[i0 + o], 4);
+                    ko &= 0x7fffffffu;
+                    above += ko > kj || (ko == kj && o < j);
+                }
+                CHECKF(kept[j] == (above < m), "topk block %u k %u: position %zu", p.block_size, p.levels, j);
+            }
+            in += 6 * m;
+        }
+        CHECK(mpiucc_decompress(frame, size, y, n * 4, NULL) == MPIUCC_OK);
+        free(frame);
+    }
+    free(x);
+    free(y);
+}
+
 /* ---- parameters and headers ---- */
 
 static void test_bad_params(void) {
@@ -444,6 +494,7 @@ int main(void) {
         test_nonfinite_blocks();
     }
     mpiucc_set_simd_level(MPIUCC_SIMD_AVX2);
+    test_topk_select();
     test_bad_params();
     test_corrupt();
     if (q_failures) {

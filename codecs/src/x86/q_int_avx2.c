@@ -1,23 +1,5 @@
 /* AVX2 kernels of int8 and int4 for f32 data; same bytes as q_int.c. */
-#include <immintrin.h>
-
-#include "../q_common.h"
-
-/* Uniform [0, 1) numbers of elements i .. i+7 (i a multiple of 8, so all share i >> 32). */
-static inline __m256 rand8(q_rng *rng, uint64_t i) {
-    if ((i >> 32) != rng->hi) {
-        rng->hi = i >> 32;
-        rng->key = mpiucc_random_key(rng->seed, rng->hi);
-    }
-    __m256i x = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)i + rng->key)),
-                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
-    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x846ca68bu));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 8)), _mm256_set1_ps(1.0f / 16777216.0f));
-}
+#include "q_avx2.h"
 
 typedef struct {
     __m256 inv, scale, lo, hi;
@@ -29,24 +11,13 @@ typedef struct {
 static inline __m256i codes8(int_ctx *c, __m256 v, uint64_t i, __m256 *dec) {
     __m256 y = _mm256_mul_ps(v, c->inv);
     if (c->stochastic)
-        y = _mm256_floor_ps(_mm256_add_ps(y, rand8(&c->rng, i)));
+        y = _mm256_floor_ps(_mm256_add_ps(y, qv_rand8(&c->rng, i)));
     else
         y = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     y = _mm256_min_ps(_mm256_max_ps(y, c->lo), c->hi);
     __m256i q = _mm256_cvttps_epi32(y);
     if (dec) *dec = _mm256_mul_ps(_mm256_cvtepi32_ps(q), c->scale);
     return q;
-}
-
-static inline void put_res(float *res, __m256 v, __m256 dec) {
-    __m256 r = _mm256_sub_ps(v, dec);
-    __m256 a = _mm256_and_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-    _mm256_storeu_ps(res, _mm256_and_ps(r, _mm256_cmp_ps(a, _mm256_set1_ps(INFINITY), _CMP_LT_OQ)));
-}
-
-static inline __m256 load_v(const float *src, const float *res, size_t i) {
-    __m256 v = _mm256_loadu_ps(src + i);
-    return res ? _mm256_add_ps(v, _mm256_loadu_ps(res + i)) : v;
 }
 
 /* 32 int32 codes (4 vectors) -> 32 bytes in element order */
@@ -72,13 +43,13 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
     const __m256i absm = _mm256_set1_epi32(0x7fffffff);
     __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
     for (; i + 32 <= len8; i += 32) {
-        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i)), absm));
-        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i + 8)), absm));
-        m2 = _mm256_max_epi32(m2, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i + 16)), absm));
-        m3 = _mm256_max_epi32(m3, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i + 24)), absm));
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i)), absm));
+        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i + 8)), absm));
+        m2 = _mm256_max_epi32(m2, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i + 16)), absm));
+        m3 = _mm256_max_epi32(m3, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i + 24)), absm));
     }
     for (; i < len8; i += 8)
-        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(load_v(src, res, i)), absm));
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i)), absm));
     m0 = _mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3));
     __m128i m = _mm_max_epi32(_mm256_castsi256_si128(m0), _mm256_extracti128_si256(m0, 1));
     m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4e));
@@ -104,8 +75,8 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
     __m256 *pd0 = res ? &d0 : NULL, *pd1 = res ? &d1 : NULL, *pd2 = res ? &d2 : NULL,
            *pd3 = res ? &d3 : NULL;
     for (i = 0; i + 32 <= len8; i += 32) {
-        __m256 v0 = load_v(src, res, i), v1 = load_v(src, res, i + 8);
-        __m256 v2 = load_v(src, res, i + 16), v3 = load_v(src, res, i + 24);
+        __m256 v0 = qv_load(src, res, i), v1 = qv_load(src, res, i + 8);
+        __m256 v2 = qv_load(src, res, i + 16), v3 = qv_load(src, res, i + 24);
         __m256i p = pack32(codes8(&c, v0, base + i, pd0), codes8(&c, v1, base + i + 8, pd1),
                            codes8(&c, v2, base + i + 16, pd2), codes8(&c, v3, base + i + 24, pd3));
         if (bits == 8) {
@@ -115,14 +86,14 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
             _mm_storeu_si128((__m128i *)(void *)(codes + i / 2), _mm_unpacklo_epi64(lo, hi));
         }
         if (res) {
-            put_res(res + i, v0, d0);
-            put_res(res + i + 8, v1, d1);
-            put_res(res + i + 16, v2, d2);
-            put_res(res + i + 24, v3, d3);
+            qv_put_res(res + i, v0, d0);
+            qv_put_res(res + i + 8, v1, d1);
+            qv_put_res(res + i + 16, v2, d2);
+            qv_put_res(res + i + 24, v3, d3);
         }
     }
     for (; i < len8; i += 8) {
-        __m256 v0 = load_v(src, res, i);
+        __m256 v0 = qv_load(src, res, i);
         __m128i p = pack8(codes8(&c, v0, base + i, pd0));
         if (bits == 8) {
             _mm_storel_epi64((__m128i *)(void *)(codes + i), p);
@@ -130,7 +101,7 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
             uint32_t w = (uint32_t)_mm_cvtsi128_si32(nibbles(p));
             memcpy(codes + i / 2, &w, 4);
         }
-        if (res) put_res(res + i, v0, d0);
+        if (res) qv_put_res(res + i, v0, d0);
     }
     for (; i < len; i++) {
         float v = res ? src[i] + res[i] : src[i];

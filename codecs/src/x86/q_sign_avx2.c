@@ -1,34 +1,21 @@
 /* AVX2 kernels of sign for f32 data; same bytes as q_sign.c (the block sum keeps its 16
  * lanes: lane = position mod 16, each summed in element order, then q_lanes_sum). */
-#include <immintrin.h>
-
-#include "../q_common.h"
-
-static inline __m256 load_v(const float *src, const float *res, size_t i) {
-    __m256 v = _mm256_loadu_ps(src + i);
-    return res ? _mm256_add_ps(v, _mm256_loadu_ps(res + i)) : v;
-}
-
-static inline void put_res(float *res, __m256 v, __m256 dec) {
-    __m256 r = _mm256_sub_ps(v, dec);
-    __m256 a = _mm256_and_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-    _mm256_storeu_ps(res, _mm256_and_ps(r, _mm256_cmp_ps(a, _mm256_set1_ps(INFINITY), _CMP_LT_OQ)));
-}
+#include "q_avx2.h"
 
 void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t *out) {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
     size_t len8 = len & ~(size_t)7, i = 0;
     for (; i + 16 <= len8; i += 16) {
-        __m256 x0 = _mm256_and_ps(load_v(src, res, i), absm);
-        __m256 x1 = _mm256_and_ps(load_v(src, res, i + 8), absm);
+        __m256 x0 = _mm256_and_ps(qv_load(src, res, i), absm);
+        __m256 x1 = _mm256_and_ps(qv_load(src, res, i + 8), absm);
         a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(x0)));
         a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1)));
         a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm256_castps256_ps128(x1)));
         a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1)));
     }
     if (i < len8) { /* 8 more, at a position that is 0 mod 16 */
-        __m256 x0 = _mm256_and_ps(load_v(src, res, i), absm);
+        __m256 x0 = _mm256_and_ps(qv_load(src, res, i), absm);
         a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(x0)));
         a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1)));
         i += 8;
@@ -45,22 +32,22 @@ void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t 
 
     const __m256 sv = _mm256_set1_ps(scale), sm = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
     for (i = 0; i + 32 <= len8; i += 32) {
-        __m256 v0 = load_v(src, res, i), v1 = load_v(src, res, i + 8);
-        __m256 v2 = load_v(src, res, i + 16), v3 = load_v(src, res, i + 24);
+        __m256 v0 = qv_load(src, res, i), v1 = qv_load(src, res, i + 8);
+        __m256 v2 = qv_load(src, res, i + 16), v3 = qv_load(src, res, i + 24);
         uint32_t w = (uint32_t)_mm256_movemask_ps(v0) | (uint32_t)_mm256_movemask_ps(v1) << 8 |
                      (uint32_t)_mm256_movemask_ps(v2) << 16 | (uint32_t)_mm256_movemask_ps(v3) << 24;
         memcpy(bits + i / 8, &w, 4);
         if (res) {
-            put_res(res + i, v0, _mm256_or_ps(sv, _mm256_and_ps(v0, sm)));
-            put_res(res + i + 8, v1, _mm256_or_ps(sv, _mm256_and_ps(v1, sm)));
-            put_res(res + i + 16, v2, _mm256_or_ps(sv, _mm256_and_ps(v2, sm)));
-            put_res(res + i + 24, v3, _mm256_or_ps(sv, _mm256_and_ps(v3, sm)));
+            qv_put_res(res + i, v0, _mm256_or_ps(sv, _mm256_and_ps(v0, sm)));
+            qv_put_res(res + i + 8, v1, _mm256_or_ps(sv, _mm256_and_ps(v1, sm)));
+            qv_put_res(res + i + 16, v2, _mm256_or_ps(sv, _mm256_and_ps(v2, sm)));
+            qv_put_res(res + i + 24, v3, _mm256_or_ps(sv, _mm256_and_ps(v3, sm)));
         }
     }
     for (; i < len8; i += 8) {
-        __m256 v0 = load_v(src, res, i);
+        __m256 v0 = qv_load(src, res, i);
         bits[i / 8] = (uint8_t)_mm256_movemask_ps(v0);
-        if (res) put_res(res + i, v0, _mm256_or_ps(sv, _mm256_and_ps(v0, sm)));
+        if (res) qv_put_res(res + i, v0, _mm256_or_ps(sv, _mm256_and_ps(v0, sm)));
     }
     if (i < len) bits[i / 8] = 0;
     for (; i < len; i++) {
