@@ -258,7 +258,8 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
 void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits, int add);
 void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t *out);
 void q_sign_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int add);
-/* One qsgd block (codes w bits wide); may write scratch bytes up to out + room. */
+/* One qsgd block (codes w bits wide); out + room is the end of the payload: bytes up to it
+ * may be written early and are rewritten by the blocks that follow. */
 void q_qsgd_encode_block_avx2(const float *src, float *res, size_t len, uint64_t base,
                               uint32_t levels, int w, int stochastic, q_rng *rng, uint8_t *out,
                               size_t room);

@@ -70,7 +70,7 @@ static mpiucc_status qsgd_encode(const mpiucc_params *p, const void *src, void *
         if (simd)
             q_qsgd_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL, len,
                                      i0, p->levels, w, stochastic, &rng, o,
-                                     capacity - (size_t)(o - out));
+                                     (size_t)total - (size_t)(o - out));
         else
 #endif
             Q_BY_DTYPE(t, qsgd_encode_block, src, res, i0, len, p->levels, stochastic, &rng, w, o);

@@ -135,6 +135,18 @@ static void test_roundtrip(uint32_t codec, uint32_t dtype, size_t n, uint32_t bl
             CHECKF(fabs(got - (a + d)) <= 2 * half_ulp_of(dtype, a + d) + half_ulp_of(dtype, d),
                    "add %zu: %g + %g = %g", i, a, d, got);
     }
+    /* nothing past the frame is written */
+    {
+        size_t cap = mpiucc_compress_bound(&p, n) + 64, sz2 = 0;
+        uint8_t *big = malloc(cap);
+        memset(big, 0xa5, cap);
+        CHECK(mpiucc_compress(&p, x, n, big, cap, &sz2) == MPIUCC_OK && sz2 == size);
+        int clean = 1;
+        for (size_t i = sz2; i < cap; i++) clean &= big[i] == 0xa5;
+        CHECKF(clean, "%s n %zu: bytes past the frame written", q_codec_name(codec), n);
+        CHECK(!memcmp(big, frame, size));
+        free(big);
+    }
     /* a too small destination is refused */
     if (n) CHECK(mpiucc_decompress(frame, size, y, n * es - 1, NULL) == MPIUCC_ERR_CAPACITY);
     /* a too small frame buffer is refused (and leaves the residual alone) */
