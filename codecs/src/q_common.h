@@ -45,6 +45,12 @@ static inline uint32_t q_block_of(const mpiucc_params *p) {
 static inline uint64_t q_nblocks(uint64_t n, uint64_t b) { return n / b + (n % b != 0); }
 /* Largest count whose payload sizes are computed without overflow (the header allows 2^60). */
 #define Q_COUNT_MAX (UINT64_MAX >> 4)
+/* payload_bound's answer for an exact payload size: never 0 (which means invalid params), and
+ * 0 when the frame would not fit in a size_t. */
+static inline size_t q_bound(uint64_t s) {
+    if (s > (uint64_t)(SIZE_MAX - 2 * MPIUCC_HEADER_SIZE)) return 0;
+    return s ? (size_t)s : 1;
+}
 
 /* ---- per-frame scalar rules, shared by all paths ---- */
 

@@ -37,7 +37,7 @@ static inline float widen(int fp16, uint16_t h) {
 static size_t half_payload_bound(const mpiucc_params *p, size_t n) {
     (void)p;
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
-    return n ? 2 * n : 1;
+    return q_bound(2 * (uint64_t)n);
 }
 
 static mpiucc_status half_check_params(const mpiucc_params *p) {

@@ -15,7 +15,7 @@ static int bits_of(uint32_t codec) { return codec == MPIUCC_CODEC_INT8 ? 8 : 4; 
 static size_t int_payload_bound(const mpiucc_params *p, size_t n) {
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
     uint64_t s = int_payload(n, q_block_of(p), bits_of(p->codec));
-    return s ? (size_t)s : 1;
+    return q_bound(s);
 }
 
 static mpiucc_status int_check_params(const mpiucc_params *p) {

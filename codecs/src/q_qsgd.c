@@ -18,7 +18,7 @@ static uint64_t qsgd_payload(uint64_t n, uint64_t b, int w) {
 static size_t qsgd_payload_bound(const mpiucc_params *p, size_t n) {
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
     uint64_t s = qsgd_payload(n, q_block_of(p), code_width(p->levels));
-    return s ? (size_t)s : 1;
+    return q_bound(s);
 }
 
 static mpiucc_status qsgd_check_params(const mpiucc_params *p) {

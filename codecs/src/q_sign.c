@@ -7,7 +7,7 @@ static uint64_t sign_payload(uint64_t n, uint64_t b) { return 4 * q_nblocks(n, b
 static size_t sign_payload_bound(const mpiucc_params *p, size_t n) {
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
     uint64_t s = sign_payload(n, q_block_of(p));
-    return s ? (size_t)s : 1;
+    return q_bound(s);
 }
 
 static mpiucc_status sign_check_params(const mpiucc_params *p) {

@@ -11,7 +11,7 @@ static uint64_t topk_payload(uint64_t n, uint64_t b, uint64_t k) {
 static size_t topk_payload_bound(const mpiucc_params *p, size_t n) {
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
     uint64_t s = topk_payload(n, q_block_of(p), p->levels);
-    return s ? (size_t)s : 1;
+    return q_bound(s);
 }
 
 static mpiucc_status topk_check_params(const mpiucc_params *p) {
