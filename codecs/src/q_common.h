@@ -38,7 +38,9 @@
 static inline uint32_t q_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float q_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-static inline int q_block_ok(uint64_t b) { return b >= Q_BLOCK_MIN && b <= Q_BLOCK_MAX && b % 8 == 0; }
+static inline int q_block_ok(uint64_t b) {
+    return b >= Q_BLOCK_MIN && b <= Q_BLOCK_MAX && b % 8 == 0;
+}
 static inline uint32_t q_block_of(const mpiucc_params *p) {
     return p->block_size ? p->block_size : Q_BLOCK_DEFAULT;
 }

@@ -72,7 +72,8 @@ Q_INLINE void half_encode_generic(mpiucc_dtype t, int fp16, const void *src, voi
 
 Q_INLINE void half_decode_generic(mpiucc_dtype t, int fp16, const uint8_t *payload, void *dst,
                                   size_t n, int add) {
-    for (size_t i = 0; i < n; i++) q_store_out(t, dst, i, widen(fp16, get_u16(payload + 2 * i)), add);
+    for (size_t i = 0; i < n; i++)
+        q_store_out(t, dst, i, widen(fp16, get_u16(payload + 2 * i)), add);
 }
 
 static mpiucc_status half_encode(int fp16, const mpiucc_params *p, const void *src, void *res,

@@ -3,7 +3,9 @@
  * byte (element 2j in the low nibble). Rounding to nearest even or stochastic. */
 #include "q_common.h"
 
-static size_t code_bytes(uint64_t len, int bits) { return (size_t)(bits == 8 ? len : (len + 1) / 2); }
+static size_t code_bytes(uint64_t len, int bits) {
+    return (size_t)(bits == 8 ? len : (len + 1) / 2);
+}
 
 /* Exact payload size of n elements (blocks of b, b a multiple of 8). */
 static uint64_t int_payload(uint64_t n, uint64_t b, int bits) {

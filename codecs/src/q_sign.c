@@ -19,7 +19,8 @@ static mpiucc_status sign_check_params(const mpiucc_params *p) {
 Q_INLINE void sign_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0,
                                 size_t len, uint8_t *out) {
     double lanes[Q_LANES] = {0};
-    for (size_t j = 0; j < len; j++) lanes[j % Q_LANES] += (double)fabsf(q_load_v(t, src, res, i0 + j));
+    for (size_t j = 0; j < len; j++)
+        lanes[j % Q_LANES] += (double)fabsf(q_load_v(t, src, res, i0 + j));
     float scale = q_mean_scale(q_lanes_sum(lanes), len);
     mpiucc_put_u32(out, q_bits(scale));
     uint8_t *bits = out + 4;
@@ -44,7 +45,8 @@ static mpiucc_status sign_encode(const mpiucc_params *p, const void *src, void *
         size_t len = n - i0 < b ? n - i0 : b;
 #if MPIUCC_X86
         if (simd)
-            q_sign_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL, len, o);
+            q_sign_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL,
+                                     len, o);
         else
 #endif
             Q_BY_DTYPE(t, sign_encode_block, src, res, i0, len, o);

@@ -40,16 +40,15 @@ static inline __m128i nibbles(__m128i bytes) {
 void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t base,
                              int bits, int stochastic, uint64_t seed, uint8_t *out) {
     size_t len8 = len & ~(size_t)7, i = 0;
-    const __m256i absm = _mm256_set1_epi32(0x7fffffff);
     __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
     for (; i + 32 <= len8; i += 32) {
-        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i)), absm));
-        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i + 8)), absm));
-        m2 = _mm256_max_epi32(m2, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i + 16)), absm));
-        m3 = _mm256_max_epi32(m3, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i + 24)), absm));
+        m0 = _mm256_max_epi32(m0, qv_absbits(qv_load(src, res, i)));
+        m1 = _mm256_max_epi32(m1, qv_absbits(qv_load(src, res, i + 8)));
+        m2 = _mm256_max_epi32(m2, qv_absbits(qv_load(src, res, i + 16)));
+        m3 = _mm256_max_epi32(m3, qv_absbits(qv_load(src, res, i + 24)));
     }
     for (; i < len8; i += 8)
-        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(qv_load(src, res, i)), absm));
+        m0 = _mm256_max_epi32(m0, qv_absbits(qv_load(src, res, i)));
     m0 = _mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3));
     __m128i m = _mm_max_epi32(_mm256_castsi256_si128(m0), _mm256_extracti128_si256(m0, 1));
     m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4e));
@@ -80,10 +79,11 @@ void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t 
         __m256i p = pack32(codes8(&c, v0, base + i, pd0), codes8(&c, v1, base + i + 8, pd1),
                            codes8(&c, v2, base + i + 16, pd2), codes8(&c, v3, base + i + 24, pd3));
         if (bits == 8) {
-            _mm256_storeu_si256((__m256i *)(void *)(codes + i), p);
+            QV_ST256(codes + i, p);
         } else {
-            __m128i lo = nibbles(_mm256_castsi256_si128(p)), hi = nibbles(_mm256_extracti128_si256(p, 1));
-            _mm_storeu_si128((__m128i *)(void *)(codes + i / 2), _mm_unpacklo_epi64(lo, hi));
+            __m128i lo = nibbles(_mm256_castsi256_si128(p));
+            __m128i hi = nibbles(_mm256_extracti128_si256(p, 1));
+            QV_ST128(codes + i / 2, _mm_unpacklo_epi64(lo, hi));
         }
         if (res) {
             qv_put_res(res + i, v0, d0);
@@ -121,6 +121,11 @@ static inline void put_out(float *dst, __m256 y, int add) {
     _mm256_storeu_ps(dst, y);
 }
 
+/* the low 8 int8 codes of b, times s */
+static inline __m256 i8_to_ps(__m128i b, __m256 s) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), s);
+}
+
 void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits, int add) {
     float scale = q_float(mpiucc_get_u32(in));
     const uint8_t *codes = in + 4;
@@ -128,16 +133,16 @@ void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits
     size_t i = 0, len8 = len & ~(size_t)7;
     if (bits == 8) {
         for (; i + 32 <= len8; i += 32) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(codes + i));
+            __m256i b = QV_LD256(codes + i);
             __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
-            put_out(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s), add);
-            put_out(dst + i + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s), add);
-            put_out(dst + i + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s), add);
-            put_out(dst + i + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s), add);
+            put_out(dst + i, i8_to_ps(lo, s), add);
+            put_out(dst + i + 8, i8_to_ps(_mm_srli_si128(lo, 8), s), add);
+            put_out(dst + i + 16, i8_to_ps(hi, s), add);
+            put_out(dst + i + 24, i8_to_ps(_mm_srli_si128(hi, 8), s), add);
         }
         for (; i < len8; i += 8) {
             __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(codes + i));
-            put_out(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), s), add);
+            put_out(dst + i, i8_to_ps(b, s), add);
         }
     } else {
         const __m256i shifts = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);

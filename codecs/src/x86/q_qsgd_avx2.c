@@ -68,14 +68,18 @@ void q_qsgd_encode_block_avx2(const float *src, float *res, size_t len, uint64_t
             y = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256i l = _mm256_min_epi32(_mm256_cvttps_epi32(y), sv);
         __m256i code = _mm256_add_epi32(sv, _mm256_sign_epi32(l, _mm256_castps_si256(v)));
-        __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+        __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(code),
+                                      _mm256_extracti128_si256(code, 1));
         uint64_t packed = pack_w((uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(c16, c16)), w);
         if (end - o >= 8)
             memcpy(o, &packed, 8); /* the bytes past w are rewritten by what follows */
         else
             for (int k = 0; k < w; k++) o[k] = (uint8_t)(packed >> 8 * k);
         o += w;
-        if (res) qv_put_res(res + i, v, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(code, sv)), step));
+        if (res) {
+            __m256 dec = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(code, sv)), step);
+            qv_put_res(res + i, v, dec);
+        }
     }
     uint64_t acc = 0;
     int nacc = 0;
@@ -108,7 +112,8 @@ void q_qsgd_decode_block_avx2(const uint8_t *in, float *dst, size_t len, uint32_
             for (int k = 0; k < w; k++) a |= (uint64_t)c[k] << 8 * k;
         c += w;
         __m128i b = _mm_cvtsi64_si128((long long)unpack_w(a & keep, w));
-        __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(b), sv)), step);
+        __m256i code = _mm256_sub_epi32(_mm256_cvtepu8_epi32(b), sv);
+        __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(code), step);
         if (add) y = _mm256_add_ps(_mm256_loadu_ps(dst + i), y);
         _mm256_storeu_ps(dst + i, y);
     }

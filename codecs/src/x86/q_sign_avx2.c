@@ -30,12 +30,13 @@ void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t 
     mpiucc_put_u32(out, q_bits(scale));
     uint8_t *bits = out + 4;
 
-    const __m256 sv = _mm256_set1_ps(scale), sm = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256 sv = _mm256_set1_ps(scale);
+    const __m256 sm = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
     for (i = 0; i + 32 <= len8; i += 32) {
         __m256 v0 = qv_load(src, res, i), v1 = qv_load(src, res, i + 8);
         __m256 v2 = qv_load(src, res, i + 16), v3 = qv_load(src, res, i + 24);
-        uint32_t w = (uint32_t)_mm256_movemask_ps(v0) | (uint32_t)_mm256_movemask_ps(v1) << 8 |
-                     (uint32_t)_mm256_movemask_ps(v2) << 16 | (uint32_t)_mm256_movemask_ps(v3) << 24;
+        uint32_t w = (uint32_t)_mm256_movemask_ps(v0) | (uint32_t)_mm256_movemask_ps(v1) << 8;
+        w |= (uint32_t)_mm256_movemask_ps(v2) << 16 | (uint32_t)_mm256_movemask_ps(v3) << 24;
         memcpy(bits + i / 8, &w, 4);
         if (res) {
             qv_put_res(res + i, v0, _mm256_or_ps(sv, _mm256_and_ps(v0, sm)));
