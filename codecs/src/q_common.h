@@ -260,9 +260,9 @@ void q_fp16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, ui
 void q_fp16_decode_avx2(const uint8_t *in, float *dst, size_t n, int add);
 void q_bf16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *sat);
 void q_bf16_decode_avx2(const uint8_t *in, float *dst, size_t n, int add);
-/* One block of int8 (bits 8) or int4 (bits 4): writes the f32 scale and the codes. */
-void q_int_encode_block_avx2(const float *src, float *res, size_t len, uint64_t base,
-                             int bits, int stochastic, uint64_t seed, uint8_t *out);
+/* The whole int8 (bits 8) or int4 (bits 4) payload of n elements in blocks of block. */
+void q_int_encode_avx2(const float *src, float *res, size_t n, size_t block, int bits,
+                       int stochastic, uint64_t seed, uint8_t *out);
 void q_int_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int bits, int add);
 void q_sign_encode_block_avx2(const float *src, float *res, size_t len, uint8_t *out);
 void q_sign_decode_block_avx2(const uint8_t *in, float *dst, size_t len, int add);

@@ -79,21 +79,20 @@ static mpiucc_status int_encode(const mpiucc_params *p, const void *src, void *r
     int bits = bits_of(p->codec), stochastic = p->rounding == MPIUCC_ROUND_STOCHASTIC;
     uint64_t total = int_payload(n, b, bits);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
-    int simd = q_use_avx2(t);
-    q_rng rng = q_rng_init(p->seed);
-    uint8_t *o = out;
-    for (size_t i0 = 0; i0 < n; i0 += b) {
-        size_t len = n - i0 < b ? n - i0 : b;
 #if MPIUCC_X86
-        if (simd)
-            q_int_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL, len,
-                                    i0, bits, stochastic, p->seed, o);
-        else
+    if (q_use_avx2(t)) {
+        q_int_encode_avx2((const float *)src, (float *)res, n, b, bits, stochastic, p->seed, out);
+    } else
 #endif
+    {
+        q_rng rng = q_rng_init(p->seed);
+        uint8_t *o = out;
+        for (size_t i0 = 0; i0 < n; i0 += b) {
+            size_t len = n - i0 < b ? n - i0 : b;
             Q_BY_DTYPE(t, int_encode_block, src, res, i0, len, bits, stochastic, &rng, o);
-        o += 4 + code_bytes(len, bits);
+            o += 4 + code_bytes(len, bits);
+        }
     }
-    (void)simd;
     *size = (size_t)total;
     h->bound = INFINITY;
     h->block = (uint32_t)b;

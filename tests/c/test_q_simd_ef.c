@@ -7,7 +7,8 @@ static int have_avx2;
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float ffrom(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-/* Data kinds for the path comparison: 0 gradients, 1 specials sprinkled in, 2 random bits. */
+/* Data kinds for the path comparison: 0 gradients, 1 specials sprinkled in, 2 random bits,
+ * 3 subnormals and zeros. */
 static void fill_kind(float *x, size_t n, int kind) {
     static const uint32_t specials[] = {
         0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa00000u, 0x7f800000u, 0xff800000u, 0x00000000u,
@@ -20,6 +21,8 @@ static void fill_kind(float *x, size_t n, int kind) {
             if (q_rand() % 61 == 0) x[i] = ffrom(specials[q_rand() % (sizeof specials / 4)]);
     if (kind == 2)
         for (size_t i = 0; i < n; i++) x[i] = ffrom((uint32_t)q_rand());
+    if (kind == 3) /* subnormal and zero stretches: the capped multiplier, zero scales */
+        for (size_t i = 0; i < n; i++) x[i] = (i / 40) % 3 == 0 ? 0.0f : x[i] * 0x1p-130f;
 }
 
 static int compress_at(int level, const mpiucc_params *p, const float *x, float *res, size_t n,
@@ -85,7 +88,7 @@ static void test_paths(void) {
         for (uint32_t rounding = 0; rounding < 2; rounding++)
             for (size_t bi = 0; bi < 5; bi++)
                 for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
-                    for (int kind = 0; kind < 3; kind++) {
+                    for (int kind = 0; kind < 4; kind++) {
                         mpiucc_params p = q_params(q_codecs[ci], MPIUCC_DTYPE_F32);
                         p.rounding = rounding;
                         p.seed = 12345 + si;
