@@ -56,10 +56,17 @@ static inline size_t q_bound(uint64_t s) {
 
 /* ---- per-frame scalar rules, shared by all paths ---- */
 
+/* Blocks whose largest |v| is below 2^-64 are coded from v * 2^64 (exact: a power of two, no
+ * overflow), so that levels / absmax cannot overflow and the codes keep their precision. */
+#define Q_TINY_BITS 0x1f800000u /* 2^-64 */
+#define Q_TINY_PRE 18446744073709551616.0f /* 2^64 */
+
 /* Scale of an absmax block (int8: levels 127, int4: 7) from the largest |v| as bits. A block
- * holding NaN or +-Inf gets a NaN scale and zero codes, so it decodes to NaN. inv is the
- * multiplier of the values, capped so that a subnormal absmax cannot make it infinite. */
-static inline void q_absmax_scale(uint32_t amax_bits, float levels, float *scale, float *inv) {
+ * holding NaN or +-Inf gets a NaN scale and zero codes, so it decodes to NaN. A value's code
+ * is (v * pre) * inv rounded: pre is 1, or 2^64 for a tiny block (see Q_TINY_BITS). */
+static inline void q_absmax_scale(uint32_t amax_bits, float levels, float *scale, float *inv,
+                                  float *pre) {
+    *pre = amax_bits < Q_TINY_BITS ? Q_TINY_PRE : 1.0f;
     if (amax_bits >= 0x7f800000u) {
         *scale = q_float(Q_NAN_BITS);
         *inv = 0.0f;
@@ -67,8 +74,7 @@ static inline void q_absmax_scale(uint32_t amax_bits, float levels, float *scale
     }
     float a = q_float(amax_bits);
     *scale = a / levels;
-    float r = a > 0.0f ? levels / a : 0.0f;
-    *inv = r <= FLT_MAX ? r : FLT_MAX;
+    *inv = a > 0.0f ? levels / (a * *pre) : 0.0f;
 }
 
 /* Sum of the Q_LANES partial sums in a fixed tree order; lanes is clobbered. */
@@ -211,19 +217,20 @@ static inline float q_rng_unit(q_rng *r, uint64_t i) {
 }
 
 
-/* Code of element i (value v) in an absmax block: v * inv rounded to nearest even, or
+/* Code of element i (value v) in an absmax block: (v * pre) * inv rounded to nearest even, or
  * stochastically (floor(y + u), u its random number), clamped to [-levels, levels]. */
-static inline int q_int_code(float v, float inv, float levels, int stochastic, q_rng *rng,
-                             uint64_t i) {
-    float y = v * inv; /* |y| <= levels (1 + 2^-23): inv is levels / absmax or less */
+static inline int q_int_code(float v, float pre, float inv, float levels, int stochastic,
+                             q_rng *rng, uint64_t i) {
+    float y = (v * pre) * inv; /* |y| <= levels (1 + 2^-23): inv is levels / (absmax pre) */
     int q = stochastic ? q_floor(y + q_rng_unit(rng, i)) : q_rint(y), l = (int)levels;
     return q < -l ? -l : q > l ? l : q;
 }
 
 /* qsgd: the block's norm from its sum of squares (NaN when not finite, capped at FLT_MAX),
- * the multiplier inv = s / norm (capped; 0 for a zero or non-finite norm) and the step. */
+ * the multiplier inv = s / (norm pre) (0 for a zero or non-finite norm), pre (1, or 2^64 for a
+ * norm below 2^-64, as for Q_TINY_BITS) and the step. A level is |v| * pre * inv rounded. */
 typedef struct {
-    float norm, inv, step;
+    float norm, inv, pre, step;
     int finite;
 } q_qsgd_block;
 static inline q_qsgd_block q_qsgd_scales(double sumsq, uint32_t levels) {
@@ -237,10 +244,8 @@ static inline q_qsgd_block q_qsgd_scales(double sumsq, uint32_t levels) {
     }
     b.finite = b.norm == b.norm;
     b.inv = 0.0f;
-    if (b.norm > 0.0f) {
-        b.inv = s / b.norm;
-        if (!(b.inv <= FLT_MAX)) b.inv = FLT_MAX;
-    }
+    b.pre = b.norm < q_float(Q_TINY_BITS) ? Q_TINY_PRE : 1.0f;
+    if (b.norm > 0.0f) b.inv = s / (b.norm * b.pre);
     b.step = b.norm / s;
     return b;
 }
@@ -248,7 +253,7 @@ static inline q_qsgd_block q_qsgd_scales(double sumsq, uint32_t levels) {
  * block has l = 0 everywhere. */
 static inline int q_qsgd_code(const q_qsgd_block *b, float v, uint32_t levels, int stochastic,
                               q_rng *rng, uint64_t i) {
-    float y = b->finite ? fabsf(v) * b->inv : 0.0f; /* y <= s (1 + 2^-23) */
+    float y = b->finite ? (fabsf(v) * b->pre) * b->inv : 0.0f; /* y <= s (1 + 2^-23) */
     int l = stochastic ? q_floor(y + q_rng_unit(rng, i)) : q_rint(y);
     if (l > (int)levels) l = (int)levels;
     return q_bits(v) >> 31 ? (int)levels - l : (int)levels + l;

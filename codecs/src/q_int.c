@@ -33,8 +33,8 @@ Q_INLINE void int_encode_block(mpiucc_dtype t, const void *src, void *res, size_
         uint32_t a = q_bits(q_load_v(t, src, res, i0 + j)) & 0x7fffffffu;
         if (a > amax) amax = a;
     }
-    float levels = bits == 8 ? 127.0f : 7.0f, scale, inv;
-    q_absmax_scale(amax, levels, &scale, &inv);
+    float levels = bits == 8 ? 127.0f : 7.0f, scale, inv, pre;
+    q_absmax_scale(amax, levels, &scale, &inv, &pre);
     mpiucc_put_u32(out, q_bits(scale));
     uint8_t *codes = out + 4;
     if (amax >= 0x7f800000u) { /* non-finite block: NaN scale, zero codes, residual 0 */
@@ -47,7 +47,7 @@ Q_INLINE void int_encode_block(mpiucc_dtype t, const void *src, void *res, size_
     }
     for (size_t j = 0; j < len; j++) {
         float v = q_load_v(t, src, res, i0 + j);
-        int q = q_int_code(v, inv, levels, stochastic, rng, i0 + j);
+        int q = q_int_code(v, pre, inv, levels, stochastic, rng, i0 + j);
         if (bits == 8)
             codes[j] = (uint8_t)q;
         else if (j & 1)

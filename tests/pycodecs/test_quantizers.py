@@ -210,6 +210,31 @@ def test_absmax_quantizers_error(codec, qmax, dtype, rounding, data):
     check_absmax(x, frame, qmax, rounding == "stochastic")
 
 
+@pytest.mark.parametrize(
+    "codec, qmax",
+    [
+        pytest.param("int8", 127, marks=requires_codec("int8")),
+        pytest.param("int4", 7, marks=requires_codec("int4")),
+    ],
+)
+@pytest.mark.parametrize("magnitude", [1.1754944e-38, 3e-39, 1e-30, 5.4e-20, 1e-45])
+def test_absmax_quantizers_on_tiny_blocks(codec, qmax, magnitude):
+    # Regression: levels / absmax overflowed float32 for blocks below ~4e-37 and was capped,
+    # which coded FLT_MIN as 4 steps instead of 127.
+    x = (np.linspace(-1, 1, 64) * magnitude).astype(np.float32)
+    for level in ("generic", "avx2"):
+        pycodecs.set_simd_level(level)
+        check_absmax(x, pycodecs.compress(x, codec), qmax, stochastic=False)
+
+
+@requires_codec("qsgd")
+def test_qsgd_on_tiny_blocks():
+    x = (np.linspace(-1, 1, 64) * 1e-40).astype(np.float32)
+    y = pycodecs.decompress(pycodecs.compress(x, "qsgd", levels=16))
+    norm = np.linalg.norm(x.astype(np.float64))
+    assert np.all(np.abs(y.astype(np.float64) - x) <= norm / 16 * (1 + 1e-5) + 2.0**-149 * 16)
+
+
 @pytest.mark.parametrize("codec", codec_params(("int8", "int4", "qsgd")))
 def test_stochastic_rounding_is_unbiased(codec):
     x = sample("float32", 64, seed=6)

@@ -2,14 +2,14 @@
 #include "q_avx2.h"
 
 typedef struct {
-    __m256 inv, scale, lo, hi;
+    __m256 pre, inv, scale, lo, hi;
     int stochastic;
     q_rng *rng;
 } int_ctx;
 
 /* Codes of v = elements i .. i+7 as int32; *dec receives their decoded values. */
 Q_INLINE __m256i codes8(int_ctx *c, __m256 v, uint64_t i, __m256 *dec) {
-    __m256 y = _mm256_mul_ps(v, c->inv);
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(v, c->pre), c->inv);
     if (c->stochastic)
         y = _mm256_floor_ps(_mm256_add_ps(y, qv_rand8(c->rng, i)));
     else
@@ -61,11 +61,12 @@ Q_INLINE __m256i scan_block(const float *src, const float *res, size_t len) {
 
 /* Second pass of a block: its codes (and residuals) at scale / inv. */
 Q_INLINE void quant_block(const float *src, float *res, size_t len, uint64_t base, int bits,
-                          int stochastic, q_rng *rng, __m256 sv, __m256 iv, uint8_t *codes) {
+                          int stochastic, q_rng *rng, __m256 sv, __m256 pv, __m256 iv,
+                          uint8_t *codes) {
     size_t len8 = len & ~(size_t)7, i = 0;
     float levels = bits == 8 ? 127.0f : 7.0f;
-    float scale = _mm256_cvtss_f32(sv), inv = _mm256_cvtss_f32(iv);
-    int_ctx c = {iv, sv, _mm256_set1_ps(-levels), _mm256_set1_ps(levels), stochastic, rng};
+    float scale = _mm256_cvtss_f32(sv), inv = _mm256_cvtss_f32(iv), pre = _mm256_cvtss_f32(pv);
+    int_ctx c = {pv, iv, sv, _mm256_set1_ps(-levels), _mm256_set1_ps(levels), stochastic, rng};
     __m256 d0, d1, d2, d3;
     __m256 *pd0 = res ? &d0 : NULL, *pd1 = res ? &d1 : NULL, *pd2 = res ? &d2 : NULL,
            *pd3 = res ? &d3 : NULL;
@@ -101,7 +102,7 @@ Q_INLINE void quant_block(const float *src, float *res, size_t len, uint64_t bas
     }
     for (; i < len; i++) {
         float v = res ? src[i] + res[i] : src[i];
-        int q = q_int_code(v, inv, levels, stochastic, rng, base + i);
+        int q = q_int_code(v, pre, inv, levels, stochastic, rng, base + i);
         if (bits == 8)
             codes[i] = (uint8_t)q;
         else if (i & 1)
@@ -119,12 +120,13 @@ Q_INLINE void code_block(const float *s, float *r, size_t len, uint64_t i0, int 
     uint32_t amax = (uint32_t)_mm256_cvtsi256_si32(am);
     /* q_absmax_scale in vector registers, off the scalar round trip */
     __m256 a = _mm256_castsi256_ps(am), lv = _mm256_set1_ps(levels);
-    __m256 sv = _mm256_div_ps(a, lv), iv = _mm256_div_ps(lv, a);
-    iv = _mm256_and_ps(_mm256_min_ps(iv, _mm256_set1_ps(FLT_MAX)),
-                       _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_GT_OQ));
+    __m256 tiny = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(Q_TINY_BITS), am));
+    __m256 pv = _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(Q_TINY_PRE), tiny);
+    __m256 sv = _mm256_div_ps(a, lv), iv = _mm256_div_ps(lv, _mm256_mul_ps(a, pv));
+    iv = _mm256_and_ps(iv, _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_GT_OQ));
     if (amax < 0x7f800000u) {
         mpiucc_put_u32(out, q_bits(_mm256_cvtss_f32(sv)));
-        quant_block(s, r, len, i0, bits, stochastic, rng, sv, iv, out + 4);
+        quant_block(s, r, len, i0, bits, stochastic, rng, sv, pv, iv, out + 4);
     } else { /* non-finite block: NaN scale, zero codes, residual 0 */
         mpiucc_put_u32(out, Q_NAN_BITS);
         memset(out + 4, 0, bits == 8 ? len : (len + 1) / 2);

@@ -56,12 +56,14 @@ void q_qsgd_encode_block_avx2(const float *src, float *res, size_t len, uint64_t
     mpiucc_put_u32(out, q_bits(qb.norm));
 
     uint8_t *o = out + 4, *end = out + room;
-    const __m256 inv = _mm256_set1_ps(qb.inv), step = _mm256_set1_ps(qb.step);
+    const __m256 inv = _mm256_set1_ps(qb.inv), pre = _mm256_set1_ps(qb.pre);
+    const __m256 step = _mm256_set1_ps(qb.step);
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i sv = _mm256_set1_epi32((int)levels);
     for (i = 0; i < len8; i += 8) {
         __m256 v = qv_load(src, res, i);
-        __m256 y = qb.finite ? _mm256_mul_ps(_mm256_and_ps(v, absm), inv) : _mm256_setzero_ps();
+        __m256 y = qb.finite ? _mm256_mul_ps(_mm256_mul_ps(_mm256_and_ps(v, absm), pre), inv)
+                             : _mm256_setzero_ps();
         if (stochastic)
             y = _mm256_floor_ps(_mm256_add_ps(y, qv_rand8(rng, base + i)));
         else
