@@ -23,7 +23,7 @@ def check_all_reduce(dtype: torch.dtype) -> None:
     if dtype == torch.uint8:
         x = x.clamp(max=1) + 1  # products of uint8 stay small
     for op in OPS:
-        got, want = both(lambda t, g: (dist.all_reduce(t, op=op, group=g), t)[1], x)
+        got, want = both(lambda t, g, op=op: (dist.all_reduce(t, op=op, group=g), t)[1], x)
         assert_equal(got, want, f"all_reduce {op} {dtype}")
     got = x.clone()
     dist.all_reduce(got, op=dist.ReduceOp.AVG)
@@ -47,9 +47,9 @@ def check_all_reduce(dtype: torch.dtype) -> None:
 def check_rooted(dtype: torch.dtype) -> None:
     x = sample((7,), dtype, RANK + 1)
     for root in {0, SIZE - 1}:
-        got, want = both(lambda t, g: (dist.broadcast(t, root, group=g), t)[1], x)
+        got, want = both(lambda t, g, root=root: (dist.broadcast(t, root, group=g), t)[1], x)
         assert_equal(got, want, f"broadcast root={root} {dtype}")
-        got, want = both(lambda t, g: (dist.reduce(t, root, group=g), t)[1], x)
+        got, want = both(lambda t, g, root=root: (dist.reduce(t, root, group=g), t)[1], x)
         if RANK == root:
             assert_equal(got, want, f"reduce root={root} {dtype}")
         gathered = [torch.empty_like(x) for _ in range(SIZE)] if RANK == root else None
@@ -93,7 +93,7 @@ def check_reduce_scatter(dtype: torch.dtype) -> None:
     x = sample((SIZE * 4,), dtype, RANK + 3)
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX):
 
-        def scatter_tensor(t, g):
+        def scatter_tensor(t, g, op=op):
             out = torch.empty(4, dtype=dtype)
             dist.reduce_scatter_tensor(out, t, op=op, group=g)
             return out
