@@ -130,53 +130,55 @@ class DoneWork(MpiWork):
 class Engine:
     """Runs one group's collectives in call order, inline when idle, else on its thread.
 
-    ``busy`` is true while a collective runs (on either thread); an inline call is allowed
-    only when nothing runs and nothing is queued, so MPI sees the collectives of the group's
-    communicator one at a time and in call order on every rank.
+    ``exec_lock`` is held while a collective runs, on either thread. A blocking call runs
+    inline only when nothing is queued and the lock is free; the thread takes the lock before
+    it takes a job off the queue. So MPI sees the group's collectives one at a time, in call
+    order, on every rank.
     """
 
     def __init__(self, name: str, rank: int, size: int) -> None:
         self._where = f"rank {rank} of {size} in group {name!r}"
         self._name = name
         self._cv = threading.Condition(threading.Lock())
-        self._queue: deque = deque()
-        self._busy = False
+        self.queue: deque = deque()
+        self.exec_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.broken: str | None = None  # set when a collective timed out: the group is unusable
 
     def try_begin(self) -> bool:
         """Claim the communicator for an inline collective; False if anything is pending."""
-        with self._cv:
-            if self._busy or self._queue:
-                return False
-            self._busy = True
-            return True
+        if self.queue or not self.exec_lock.acquire(blocking=False):
+            return False
+        if self.queue:  # another thread queued meanwhile: keep the order
+            self.exec_lock.release()
+            return False
+        return True
 
     def end(self) -> None:
-        with self._cv:
-            self._busy = False
-            if self._queue:
-                self._cv.notify()
+        self.exec_lock.release()
 
     def run_inline(self, start: Start, deadline: float, what: str) -> None:
         """Run a collective on this thread; call only after try_begin() returned True."""
         try:
             self.execute(start, deadline, what)
         finally:
-            self.end()
+            self.exec_lock.release()
 
     def execute(self, start: Start, deadline: float, what: str) -> None:
         if self.broken is not None:
             raise RuntimeError(f"mpiucc: {what} refused on {self._where}: {self.broken}")
         reqs, finish, keep = start()
+        self.wait(reqs, deadline, what)
+        if finish is not None:
+            finish()
+        del keep
+
+    def wait(self, reqs: list[MPI.Request], deadline: float, what: str) -> None:
         try:
             wait_requests(reqs, deadline, what)
         except CommTimeout:
             self.broken = f"an earlier {what} timed out"
             raise self.timeout_error(what, deadline) from None
-        if finish is not None:
-            finish()
-        del keep
 
     def timeout_error(self, what: str, deadline: float) -> CommTimeout:
         late = time.monotonic() - deadline
@@ -189,14 +191,13 @@ class Engine:
     def submit(self, start: Start, work: MpiWork, deadline: float, what: str) -> None:
         """Queue a collective for the communication thread; `work` completes when it is done."""
         with self._cv:
-            self._queue.append((start, work, deadline, what))
+            self.queue.append((start, work, deadline, what))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name=f"mpiucc-comm-{self._name}", daemon=True
                 )
                 self._thread.start()
-            elif not self._busy:
-                self._cv.notify()
+            self._cv.notify()
 
     def close(self) -> None:
         """Let queued collectives finish, then stop the thread."""
@@ -204,27 +205,24 @@ class Engine:
             thread = self._thread
             if thread is None:
                 return
-            self._queue.append(None)
-            if not self._busy:
-                self._cv.notify()
+            self.queue.append(None)
+            self._cv.notify()
         thread.join()
         self._thread = None
 
     def _loop(self) -> None:
         while True:
             with self._cv:
-                while self._busy or not self._queue:
+                while not self.queue:
                     self._cv.wait()
-                job = self._queue.popleft()
-                self._busy = job is not None
-            if job is None:
-                return
-            start, work, deadline, what = job
-            error: BaseException | None = None
-            try:
-                self.execute(start, deadline, what)
-            except BaseException as exc:  # handed to the waiter, never lost
-                error = exc
-            with self._cv:
-                self._busy = False
+            with self.exec_lock:
+                job = self.queue.popleft()
+                if job is None:
+                    return
+                start, work, deadline, what = job
+                error: BaseException | None = None
+                try:
+                    self.execute(start, deadline, what)
+                except BaseException as exc:  # handed to the waiter, never lost
+                    error = exc
             work._finish(error)
