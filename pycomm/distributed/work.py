@@ -116,15 +116,32 @@ class MpiWork(dist.Work):
             return self._future
 
 
-class DoneWork(MpiWork):
+class DoneWork(dist.Work):
     """An operation that already completed on the caller's thread."""
 
     def __init__(self, result: Any = None) -> None:
-        super().__init__(result, "done", 0.0)
-        self._done.set()
+        super().__init__()
+        self._result = result
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         return True
+
+    def is_completed(self) -> bool:
+        return True
+
+    def is_success(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        return self._result
+
+    def synchronize(self) -> None:
+        pass
+
+    def get_future(self) -> torch.futures.Future:
+        fut = torch.futures.Future()
+        fut.set_result(self._result)
+        return fut
 
 
 class Engine:
@@ -146,8 +163,12 @@ class Engine:
         self.broken: str | None = None  # set when a collective timed out: the group is unusable
 
     def try_begin(self) -> bool:
-        """Claim the communicator for an inline collective; False if anything is pending."""
-        if self.queue or not self.exec_lock.acquire(blocking=False):
+        """Claim the communicator for an inline collective; False if anything is pending.
+
+        False too once the group is broken: the call then goes through the queue and its
+        work fails there with the reason.
+        """
+        if self.queue or self.broken is not None or not self.exec_lock.acquire(False):
             return False
         if self.queue:  # another thread queued meanwhile: keep the order
             self.exec_lock.release()
@@ -187,6 +208,9 @@ class Engine:
             f"({self._where}, {late:.2f} s past the deadline): some rank did not join it. "
             "The group cannot be used any more."
         )
+
+    def on_comm_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
 
     def submit(self, start: Start, work: MpiWork, deadline: float, what: str) -> None:
         """Queue a collective for the communication thread; `work` completes when it is done."""
