@@ -25,7 +25,7 @@ from mpi4py import MPI
 Started = tuple[list[MPI.Request], Callable[[], None] | None, Any]
 Start = Callable[[], Started]
 
-_SPINS = 128  # Test calls before the loop starts yielding the CPU and checking the clock
+_SPINS = 16  # Test calls before the loop starts yielding the CPU (helps oversubscribed nodes)
 
 
 class CommTimeout(RuntimeError):
