@@ -11,7 +11,7 @@ pytest.importorskip("mpi4py")
 SCRIPTS = Path(__file__).parent / "mpi"
 
 
-@pytest.mark.parametrize("ranks", [2, 3, 4])
+@pytest.mark.parametrize("ranks", [2, 4])  # 3 ranks: the subgroup, store and timeout tests
 def test_collectives_match_gloo(ranks: int) -> None:
     assert "collectives: passed" in run_mpi(SCRIPTS / "check_collectives.py", ranks, timeout=120)
 
