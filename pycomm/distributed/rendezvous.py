@@ -18,10 +18,12 @@ from collections.abc import Iterator
 from datetime import timedelta
 from urllib.parse import parse_qs, urlparse
 
+import torch.distributed as dist
 from mpi4py import MPI
 
 from pycomm.distributed.store import MPIStore
 
+_made: list[MPIStore] = []  # stores this handler made, the newest last
 _LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PALS_RANKID")
 
 
@@ -45,7 +47,13 @@ def mpi_rendezvous(
         # Every rank passed its rank (torch's callers do so on all ranks or none).
         if _any_renumbered(world, rank):
             comm = world.Split(0, rank)
+    # The stores of earlier worlds are done with once no world exists (torch refuses a second
+    # default group): let their servers stop. Every rank passes here, so this is collective.
+    if not dist.is_initialized():
+        while _made:
+            _made.pop().close()
     store = MPIStore(comm, timeout)
+    _made.append(store)
     yield store, comm.Get_rank(), size
     raise RuntimeError("mpi:// rendezvous cannot be repeated in one process group's life")
 
