@@ -101,9 +101,9 @@ class P2PWork(dist.Work):
         with self._lock:
             if self._future is None:
                 self._future = torch.futures.Future()
-                if self._test():
+                if self._done:
                     self._future.set_result(self._result)
-                else:
+                elif not self._test():  # completing sets the result
                     _poller.watch(self)
             return self._future
 

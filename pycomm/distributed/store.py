@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -287,8 +288,22 @@ def _timeout_text(op: str, args: tuple, limit: float | None) -> str:
 _live: list[MPIStore] = []
 
 
+_crashed = False
+_previous_hook = sys.excepthook
+
+
+def _note_crash(*args: Any) -> None:
+    global _crashed
+    _crashed = True
+    _previous_hook(*args)
+
+
+sys.excepthook = _note_crash
+
+
 @atexit.register
 def _close_all() -> None:
-    # Registered after mpi4py's import, so it runs before MPI is finalized.
+    # Registered after mpi4py's import, so it runs before MPI is finalized. After an uncaught
+    # exception nobody waits for the other ranks: mpiexec ends the job.
     for store in _live:
-        store.close()
+        store.close(timeout=0.0 if _crashed else 60.0)

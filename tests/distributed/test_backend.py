@@ -1,0 +1,48 @@
+"""The mpiucc torch backend under mpiexec on 2, 3 and 4 ranks (scripts in mpi/)."""
+
+from pathlib import Path
+
+import pytest
+from mpi_launch import run_mpi
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("mpi4py")
+
+SCRIPTS = Path(__file__).parent / "mpi"
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_collectives_match_gloo(ranks: int) -> None:
+    assert "collectives: passed" in run_mpi(SCRIPTS / "check_collectives.py", ranks, timeout=120)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_async_and_point_to_point(ranks: int) -> None:
+    out = run_mpi(SCRIPTS / "check_async_p2p.py", ranks, timeout=90)
+    assert "async and point-to-point: passed" in out
+
+
+@pytest.mark.parametrize("ranks", [3, 4])
+def test_subgroups(ranks: int) -> None:
+    out = run_mpi(SCRIPTS / "check_subgroups.py", ranks, timeout=90)
+    assert "subgroups: passed" in out
+    assert "mpiucc subgroup of a gloo world: passed" in out
+
+
+def test_timeout_raises_instead_of_hanging() -> None:
+    assert "timeouts: passed" in run_mpi(SCRIPTS / "check_timeout.py", 3, timeout=90)
+
+
+def test_bare_init_process_group() -> None:
+    out = run_mpi(SCRIPTS / "check_env_init.py", 2, timeout=90)
+    assert "bare init_process_group: passed" in out
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_ddp_matches_gloo(ranks: int) -> None:
+    assert "DDP: passed" in run_mpi(SCRIPTS / "check_ddp.py", ranks, timeout=120)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors_staged_through_host() -> None:
+    assert "cuda: passed" in run_mpi(SCRIPTS / "check_cuda.py", 2, timeout=120)
