@@ -1,0 +1,187 @@
+"""One training run: build the parallel model, step through the batches, evaluate, record.
+
+Each rank records, per step, its wall time and how the training thread spent it (codec,
+communication, pipeline wait; the rest is computation), and per operator the totals of
+``meters``. ``report`` merges the ranks' records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from mpi4py import MPI
+
+from pycomm.train.config import Codecs
+from pycomm.train.data import Corpus, train_batch, validation_batches
+from pycomm.train.data_parallel import DataParallel
+from pycomm.train.groups import ParallelGroups
+from pycomm.train.meters import OPERATORS, Meters, OpMeter
+from pycomm.train.model import ModelConfig
+from pycomm.train.pipe_link import PipeLink
+from pycomm.train.pipeline import PipelineRunner
+from pycomm.train.stage import PipelineStage
+from pycomm.train.tensor_parallel import TensorParallel
+
+#: Steps left out of the time totals (first-touch allocation, DDP's bucket rebuild).
+WARMUP_STEPS_UNTIMED = 1
+
+
+@dataclass
+class RankRecord:
+    """What one rank saw during one run (merged over ranks by ``report``)."""
+
+    name: str
+    codecs: dict[str, str]
+    step_s: list[float] = field(default_factory=list)  #: wall time of each step
+    split: list[dict[str, float]] = field(default_factory=list)  #: per step: codec, comm, ...
+    train_loss: list[float] = field(default_factory=list)  #: per step (every rank has it)
+    val: list[tuple[int, float, float]] = field(default_factory=list)  #: (step, loss, train s)
+    ops: dict[str, dict] = field(default_factory=dict)  #: OpMeter fields, timed steps only
+
+
+def model_config(args: argparse.Namespace) -> ModelConfig:
+    return ModelConfig(layers=args.layers, width=args.width, heads=args.heads, seq=args.seq)
+
+
+def learning_rate(args: argparse.Namespace, step: int) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak."""
+    if step < args.warmup:
+        return args.lr * (step + 1) / args.warmup
+    progress = (step - args.warmup) / max(1, args.steps - args.warmup)
+    return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def micro_batches(
+    tokens: torch.Tensor, targets: torch.Tensor, groups: ParallelGroups, count: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """This DP rank's slice of a global batch, cut into ``count`` micro-batches."""
+    dp = groups.layout.dp
+    per_rank = tokens.shape[0] // dp
+    lo = groups.dp_rank * per_rank
+    mine_x, mine_y = tokens[lo:lo + per_rank], targets[lo:lo + per_rank]
+    return list(zip(mine_x.chunk(count), mine_y.chunk(count), strict=True))
+
+
+class Trainer:
+    """The parallel model of one run and its optimizer."""
+
+    def __init__(self, args: argparse.Namespace, groups: ParallelGroups, codecs: Codecs) -> None:
+        self.args, self.groups, self.codecs = args, groups, codecs
+        self.cfg = model_config(args)
+        self.meters = Meters()
+        self.tp = TensorParallel(groups.comm("tp"), codecs.tp_fwd, codecs.tp_bwd, self.meters)
+        self.stage = PipelineStage(self.cfg, groups.pp_rank, groups.layout.pp, self.tp, args.seed)
+        self.link = PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 \
+            else None
+        self.dp = DataParallel(self.stage, groups.dp, codecs.dp, self.meters, args.bucket_mb)
+        self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
+        self.optimizer = torch.optim.AdamW(
+            self.stage.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0
+        )
+        self.world = MPI.COMM_WORLD.Dup()
+        # The batch loss lives on the last stage; its first TP rank of each DP replica reports.
+        self.reports_loss = self.stage.is_last and groups.tp_rank == 0
+
+    def step(self, step: int, corpus: Corpus) -> float | None:
+        """One optimizer step; the stage's share of the batch loss (last stage) or None."""
+        for g in self.optimizer.param_groups:
+            g["lr"] = learning_rate(self.args, step)
+        tokens, targets = train_batch(corpus, step, self.args.batch, self.args.seq, self.args.seed)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.runner.run(micro_batches(tokens, targets, self.groups,
+                                             self.args.micro_batches), train=True)
+        self.optimizer.step()
+        return loss
+
+    def evaluate(self, batches: list) -> float:
+        """Mean validation loss over ``batches`` (every rank gets it)."""
+        self.meters.recording = False
+        try:
+            total = 0.0
+            for tokens, targets in batches:
+                mbs = micro_batches(tokens, targets, self.groups, self.args.micro_batches)
+                loss = self.runner.run(mbs, train=False)
+                total += loss if self.reports_loss else 0.0
+            return self._mean_over_replicas(total) / len(batches)
+        finally:
+            self.meters.recording = True
+
+    def _mean_over_replicas(self, value: float) -> float:
+        v = np.array([value if self.reports_loss else 0.0])
+        self.world.Allreduce(MPI.IN_PLACE, v, op=MPI.SUM)
+        return float(v[0]) / self.groups.layout.dp
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+        self.tp.close()
+        self.world.Free()
+
+
+def train_run(
+    args: argparse.Namespace, groups: ParallelGroups, corpus: Corpus, codecs: Codecs, name: str,
+    progress=None,
+) -> RankRecord:
+    """Train from the seed's initial weights with ``codecs``; this rank's record."""
+    torch.manual_seed(args.seed)
+    trainer = Trainer(args, groups, codecs)
+    record = RankRecord(name, codecs.describe())
+    val = validation_batches(corpus, args.val_batches, args.batch, args.seq)
+    totals = {k: OpMeter() for k in OPERATORS}
+    train_s = 0.0
+    pending = None  # the previous step's loss, reduced in the background
+    try:
+        for step in range(args.steps):
+            before = trainer.meters.snapshot()
+            t0 = time.perf_counter()
+            loss = trainer.step(step, corpus)
+            elapsed = time.perf_counter() - t0
+            train_s += elapsed
+            delta = trainer.meters.delta(before)
+            record.step_s.append(elapsed)
+            record.split.append(_split(elapsed, delta))
+            if step >= WARMUP_STEPS_UNTIMED:
+                for k in OPERATORS:
+                    totals[k].add(delta[k])
+            if pending is not None:
+                record.train_loss.append(_finish(pending))
+            pending = _start_loss_reduce(trainer, loss)
+            if progress is not None:
+                progress.update(record, step)
+            last = step == args.steps - 1
+            if (step + 1) % args.eval_every == 0 or last:
+                if pending is not None:
+                    record.train_loss.append(_finish(pending))
+                    pending = None
+                record.val.append((step + 1, trainer.evaluate(val), train_s))
+                if progress is not None:
+                    progress.update(record, step)
+    finally:
+        trainer.close()
+    record.ops = {k: asdict(v) for k, v in totals.items()}
+    return record
+
+
+def _split(elapsed: float, delta: dict[str, OpMeter]) -> dict[str, float]:
+    codec = sum(m.codec_s for m in delta.values())
+    comm = {k: m.comm_s for k, m in delta.items()}
+    wait = delta["pp"].wait_s
+    out = {"codec": codec, "wait": wait, **{f"comm_{k}": v for k, v in comm.items()}}
+    out["compute"] = max(0.0, elapsed - codec - wait - sum(comm.values()))
+    return out
+
+
+def _start_loss_reduce(trainer: Trainer, loss: float | None):
+    v = np.array([loss / trainer.groups.layout.dp if trainer.reports_loss else 0.0])
+    return v, trainer.world.Iallreduce(MPI.IN_PLACE, v, op=MPI.SUM)
+
+
+def _finish(pending) -> float:
+    v, req = pending
+    req.Wait()
+    return float(v[0])
