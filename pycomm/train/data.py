@@ -1,9 +1,9 @@
 """Byte-level text: the Python standard library's own sources (no download) or a user file.
 
-The default corpus is every ``.py`` file under ``sysconfig``'s stdlib directory (site- and
-dist-packages left out), in sorted path order, up to ``limit_bytes``. A file goes to the
-validation split when the CRC-32 of its relative path is 0 mod 10, so the split does not move
-when the limit changes. A user file is split by position: its last tenth validates.
+The default corpus is the ``.py`` files under ``sysconfig``'s stdlib directory (site- and
+dist-packages left out), in sorted path order, until nine tenths of ``limit_bytes`` train and
+one tenth validates. A file validates when the CRC-32 of its relative path is 0 mod 10, so a
+file never changes sides. A user file is split by position: its last tenth validates.
 
 Batches are windows of ``seq + 1`` bytes drawn by a generator seeded from (seed, step), the
 same on every rank; each rank keeps its data-parallel slice.
@@ -41,22 +41,25 @@ def stdlib_sources(limit_bytes: int) -> Corpus:
         p for p in root.rglob("*.py")
         if not any(part in SKIPPED_DIRS for part in p.relative_to(root).parts)
     )
-    train: list[bytes] = []
-    validation: list[bytes] = []
-    total = 0
+    parts: tuple[list[bytes], list[bytes]] = ([], [])
+    budgets = [limit_bytes - limit_bytes // VALIDATION_EVERY, limit_bytes // VALIDATION_EVERY]
     for path in files:
-        if total >= limit_bytes:
+        if max(budgets) <= 0:
             break
+        rel = path.relative_to(root).as_posix()
+        which = int(zlib.crc32(rel.encode()) % VALIDATION_EVERY == 0)
+        if budgets[which] <= 0:
+            continue
         try:
             data = path.read_bytes()
         except OSError:
             continue
-        rel = path.relative_to(root).as_posix()
-        (validation if zlib.crc32(rel.encode()) % VALIDATION_EVERY == 0 else train).append(data)
-        total += len(data)
+        parts[which].append(data)
+        budgets[which] -= len(data)
+    train, validation = parts
     if not train or not validation:
         raise FileNotFoundError(
-            f"no Python sources under {root} (a stripped install?): pass --data FILE"
+            f"too few Python sources under {root} (a stripped install?): pass --data FILE"
         )
     return Corpus(_join(train), _join(validation), f"Python {root.name} stdlib sources")
 
