@@ -14,9 +14,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m pycomm.train") ->
     args = parse_args(argv, prog)
     import torch
     import torch.distributed as dist
+    from mpi4py import MPI
 
     import pycomm.distributed  # noqa: F401 (registers the mpiucc backend and mpi://)
-    from mpi4py import MPI
 
     torch.set_num_threads(args.threads)
     world = MPI.COMM_WORLD
@@ -61,7 +61,7 @@ def _train(args: argparse.Namespace, layout, corpus, world) -> int:
     from pycomm.train.groups import build_groups
     from pycomm.train.loop import train_run
     from pycomm.train.progress import Progress
-    from pycomm.train.report import merge, record_dict, write_outputs
+    from pycomm.train.report import merge, write_outputs
 
     groups = build_groups(layout)
     rank = world.Get_rank()
@@ -88,7 +88,7 @@ def _train(args: argparse.Namespace, layout, corpus, world) -> int:
         out = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
         saved = {k: format_codec(v) if k in CODEC_OPTIONS else v for k, v in vars(args).items()}
         text = write_outputs(out, saved, runs, header)
-        print(text)
+        print(text[len(header) :].strip("\n"))
         print(f"wrote {out}/summary.txt, metrics.json, loss.png", flush=True)
     return 0
 

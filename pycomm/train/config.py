@@ -20,11 +20,35 @@ import pycomm
 #: Option values a preset fills in (explicit options win).
 PRESETS: dict[str, dict[str, object]] = {
     # README's demo: 4 ranks, TP 2 x PP 2, baseline then compressed, a few minutes on 2 cores.
-    "demo": dict(tp=2, pp=2, layers=4, width=128, heads=4, seq=64, batch=32, micro_batches=4,
-                 steps=150, eval_every=25, baseline=True, compress=True),
+    "demo": dict(
+        tp=2,
+        pp=2,
+        layers=4,
+        width=128,
+        heads=4,
+        seq=64,
+        batch=32,
+        micro_batches=4,
+        steps=150,
+        eval_every=25,
+        baseline=True,
+        compress=True,
+    ),
     # The bench's communication-heavy shape (see bench/train_bench.py).
-    "bench": dict(tp=2, pp=2, layers=4, width=256, heads=8, seq=128, batch=16, micro_batches=4,
-                  steps=80, eval_every=20, baseline=True, compress=True),
+    "bench": dict(
+        tp=2,
+        pp=2,
+        layers=4,
+        width=256,
+        heads=8,
+        seq=128,
+        batch=16,
+        micro_batches=4,
+        steps=80,
+        eval_every=20,
+        baseline=True,
+        compress=True,
+    ),
 }
 
 #: What --compress turns on where a codec is not given (see the README for the choice).
@@ -37,10 +61,33 @@ COMPRESS_PRESET = {
 CODEC_OPTIONS = tuple(COMPRESS_PRESET)
 
 DEFAULTS: dict[str, object] = dict(
-    dp=None, tp=1, pp=1, layers=4, width=128, heads=4, seq=64, batch=32, micro_batches=4,
-    steps=200, lr=2e-3, warmup=20, seed=0, eval_every=25, val_batches=4, data=None,
-    data_limit_mb=16.0, bucket_mb=1.0, threads=1, out=None, baseline=False, compress=False,
-    progress=True, tp_codec_fwd=None, tp_codec_bwd=None, pp_codec=None, dp_codec=None,
+    dp=None,
+    tp=1,
+    pp=1,
+    layers=4,
+    width=128,
+    heads=4,
+    seq=64,
+    batch=32,
+    micro_batches=4,
+    steps=200,
+    lr=2e-3,
+    warmup=20,
+    seed=0,
+    eval_every=25,
+    val_batches=4,
+    data=None,
+    data_limit_mb=16.0,
+    bucket_mb=1.0,
+    threads=1,
+    out=None,
+    baseline=False,
+    compress=False,
+    progress=True,
+    tp_codec_fwd=None,
+    tp_codec_bwd=None,
+    pp_codec=None,
+    dp_codec=None,
 )
 _INT_KEYS = ("block_size", "levels", "seed")
 _STR_KEYS = ("level", "predictor", "rounding")
@@ -153,12 +200,16 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     lay.add_argument("--pp", type=int, help="pipeline stages (default 1)")
     mod = p.add_argument_group("model and training")
     for name, kind, what in (
-        ("layers", int, "decoder layers (4)"), ("width", int, "residual width (128)"),
-        ("heads", int, "attention heads (4)"), ("seq", int, "sequence length in bytes (64)"),
+        ("layers", int, "decoder layers (4)"),
+        ("width", int, "residual width (128)"),
+        ("heads", int, "attention heads (4)"),
+        ("seq", int, "sequence length in bytes (64)"),
         ("batch", int, "global batch in sequences (32)"),
         ("micro-batches", int, "pipeline micro-batches per step (4)"),
-        ("steps", int, "optimizer steps (200)"), ("lr", float, "peak learning rate (2e-3)"),
-        ("warmup", int, "warm-up steps (20)"), ("seed", int, "seed of weights and data (0)"),
+        ("steps", int, "optimizer steps (200)"),
+        ("lr", float, "peak learning rate (2e-3)"),
+        ("warmup", int, "warm-up steps (20)"),
+        ("seed", int, "seed of weights and data (0)"),
         ("eval-every", int, "steps between validation passes (25)"),
         ("val-batches", int, "global batches per validation pass (4)"),
         ("bucket-mb", float, "DDP bucket size in MB (1)"),
@@ -173,14 +224,19 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     cod.add_argument("--tp-codec-bwd", type=_codec_arg, help="TP all_reduce in backward")
     cod.add_argument("--pp-codec", type=_codec_arg, help="pipeline activations and gradients")
     cod.add_argument("--dp-codec", type=_codec_arg, help="DDP gradients (error feedback on)")
-    cod.add_argument("--compress", action="store_true",
-                     help=f"every codec not given above from the preset {COMPRESS_PRESET}")
+    cod.add_argument(
+        "--compress",
+        action="store_true",
+        help=f"every codec not given above from the preset {COMPRESS_PRESET}",
+    )
     out = p.add_argument_group("run and output")
-    out.add_argument("--baseline", action="store_true",
-                     help="first train the uncompressed configuration (same seed and data)")
+    out.add_argument(
+        "--baseline",
+        action="store_true",
+        help="first train the uncompressed configuration (same seed and data)",
+    )
     out.add_argument("--out", help="output folder (default runs/<date-time>)")
-    out.add_argument("--no-progress", dest="progress", action="store_false",
-                     help="no progress bar")
+    out.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     return p
 
 
@@ -193,8 +249,18 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
     for key in CODEC_OPTIONS:
         if values[key] is None:
             values[key] = parse_codec(COMPRESS_PRESET[key] if values["compress"] else "none")
-    for key in ("layers", "width", "heads", "seq", "batch", "micro_batches", "steps",
-                "eval_every", "val_batches", "threads"):
+    for key in (
+        "layers",
+        "width",
+        "heads",
+        "seq",
+        "batch",
+        "micro_batches",
+        "steps",
+        "eval_every",
+        "val_batches",
+        "threads",
+    ):
         if values[key] < 1:
             parser.error(f"--{key.replace('_', '-')} must be at least 1")
     if values["baseline"] and not any(values[k].compressed for k in CODEC_OPTIONS):

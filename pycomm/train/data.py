@@ -30,15 +30,18 @@ class Corpus:
     source: str  #: where the bytes came from, for the report
 
     def describe(self) -> str:
-        return (f"{self.source}: {self.train.size / 1e6:.1f} MB train, "
-                f"{self.validation.size / 1e6:.2f} MB validation")
+        return (
+            f"{self.source}: {self.train.size / 1e6:.1f} MB train, "
+            f"{self.validation.size / 1e6:.2f} MB validation"
+        )
 
 
 def stdlib_sources(limit_bytes: int) -> Corpus:
     """The standard library's .py sources, deterministic order and split."""
     root = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(
-        p for p in root.rglob("*.py")
+        p
+        for p in root.rglob("*.py")
         if not any(part in SKIPPED_DIRS for part in p.relative_to(root).parts)
     )
     parts: tuple[list[bytes], list[bytes]] = ([], [])
@@ -111,5 +114,6 @@ def validation_batches(
     """``count`` fixed global batches, evenly spaced over the validation split."""
     n = count * batch
     starts = np.linspace(0, corpus.validation.size - seq - 1, n).astype(np.int64)
-    return [windows(corpus.validation, starts[i * batch:(i + 1) * batch], seq)
-            for i in range(count)]
+    return [
+        windows(corpus.validation, starts[i * batch : (i + 1) * batch], seq) for i in range(count)
+    ]

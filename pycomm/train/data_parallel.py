@@ -10,6 +10,7 @@ accumulated, and the buckets go out while that backward still computes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -55,10 +56,8 @@ class DataParallel:
             self.module: nn.Module = stage
             return
         self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
-        params = {k: v for k, v in vars(spec).items() if k != "codec"}
-        inner = CompressHookState(
-            spec.codec, error_feedback=True, process_group=group, **params
-        )
+        params = {k: v for k, v in dataclasses.asdict(spec).items() if k != "codec"}
+        inner = CompressHookState(spec.codec, error_feedback=True, process_group=group, **params)
         self._state = _TimedHookState(inner, spec.compressed)
         self.module.register_comm_hook(self._state, _timed_hook)
 
@@ -76,8 +75,13 @@ class DataParallel:
                 torch.autograd.backward(output, grad)
             return
         stats = self._state.inner.stats
-        before = (stats.calls, stats.raw_bytes, stats.wire_bytes, stats.compress_seconds,
-                  stats.total_seconds)
+        before = (
+            stats.calls,
+            stats.raw_bytes,
+            stats.wire_bytes,
+            stats.compress_seconds,
+            stats.total_seconds,
+        )
         self.module.reducer.prepare_for_backward([])  # type: ignore[union-attr, operator]
         self._state.last_bucket_at = time.perf_counter()
         torch.autograd.backward(output, grad)  # returns once every bucket is reduced

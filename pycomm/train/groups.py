@@ -37,16 +37,25 @@ class Layout:
         return (rank // self.tp) % self.dp, rank % self.tp, rank // (self.tp * self.dp)
 
     def tp_groups(self) -> list[list[int]]:
-        return [[self.rank(d, t, p) for t in range(self.tp)]
-                for p in range(self.pp) for d in range(self.dp)]
+        return [
+            [self.rank(d, t, p) for t in range(self.tp)]
+            for p in range(self.pp)
+            for d in range(self.dp)
+        ]
 
     def dp_groups(self) -> list[list[int]]:
-        return [[self.rank(d, t, p) for d in range(self.dp)]
-                for p in range(self.pp) for t in range(self.tp)]
+        return [
+            [self.rank(d, t, p) for d in range(self.dp)]
+            for p in range(self.pp)
+            for t in range(self.tp)
+        ]
 
     def pp_groups(self) -> list[list[int]]:
-        return [[self.rank(d, t, p) for p in range(self.pp)]
-                for d in range(self.dp) for t in range(self.tp)]
+        return [
+            [self.rank(d, t, p) for p in range(self.pp)]
+            for d in range(self.dp)
+            for t in range(self.tp)
+        ]
 
 
 def resolve_layout(world: int, dp: int | None, tp: int, pp: int) -> Layout:
@@ -98,8 +107,11 @@ def build_groups(layout: Layout) -> ParallelGroups:
     """
     rank = dist.get_rank()
     mine = {}
-    for which, lists in (("tp", layout.tp_groups()), ("dp", layout.dp_groups()),
-                         ("pp", layout.pp_groups())):
+    for which, lists in (
+        ("tp", layout.tp_groups()),
+        ("dp", layout.dp_groups()),
+        ("pp", layout.pp_groups()),
+    ):
         mine[which], _ = dist.new_subgroups_by_enumeration(lists, backend="mpiucc")
     dp_rank, tp_rank, pp_rank = layout.coords(rank)
     return ParallelGroups(layout, rank, dp_rank, tp_rank, pp_rank, **mine)

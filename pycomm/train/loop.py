@@ -63,7 +63,7 @@ def micro_batches(
     dp = groups.layout.dp
     per_rank = tokens.shape[0] // dp
     lo = groups.dp_rank * per_rank
-    mine_x, mine_y = tokens[lo:lo + per_rank], targets[lo:lo + per_rank]
+    mine_x, mine_y = tokens[lo : lo + per_rank], targets[lo : lo + per_rank]
     return list(zip(mine_x.chunk(count), mine_y.chunk(count), strict=True))
 
 
@@ -76,8 +76,9 @@ class Trainer:
         self.meters = Meters()
         self.tp = TensorParallel(groups.comm("tp"), codecs.tp_fwd, codecs.tp_bwd, self.meters)
         self.stage = PipelineStage(self.cfg, groups.pp_rank, groups.layout.pp, self.tp, args.seed)
-        self.link = PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 \
-            else None
+        self.link = (
+            PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 else None
+        )
         self.dp = DataParallel(self.stage, groups.dp, codecs.dp, self.meters, args.bucket_mb)
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(
@@ -93,8 +94,9 @@ class Trainer:
             g["lr"] = learning_rate(self.args, step)
         tokens, targets = train_batch(corpus, step, self.args.batch, self.args.seq, self.args.seed)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.runner.run(micro_batches(tokens, targets, self.groups,
-                                             self.args.micro_batches), train=True)
+        loss = self.runner.run(
+            micro_batches(tokens, targets, self.groups, self.args.micro_batches), train=True
+        )
         self.optimizer.step()
         return loss
 
@@ -124,7 +126,11 @@ class Trainer:
 
 
 def train_run(
-    args: argparse.Namespace, groups: ParallelGroups, corpus: Corpus, codecs: Codecs, name: str,
+    args: argparse.Namespace,
+    groups: ParallelGroups,
+    corpus: Corpus,
+    codecs: Codecs,
+    name: str,
     progress=None,
 ) -> RankRecord:
     """Train from the seed's initial weights with ``codecs``; this rank's record."""

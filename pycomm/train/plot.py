@@ -47,8 +47,9 @@ def plot_runs(runs: list[dict], path: Path) -> None:
     names = [STYLES.get(r["name"], (None, r["name"]))[1] for r in runs]
     bottom = np.zeros(len(runs))
     for key, label, color in PARTS:
-        ms = np.array([1e3 * np.mean(r["split"][key][WARMUP_STEPS_UNTIMED:] or [0.0])
-                       for r in runs])
+        ms = np.array(
+            [1e3 * np.mean(r["split"][key][WARMUP_STEPS_UNTIMED:] or [0.0]) for r in runs]
+        )
         ax_time.bar(names, ms, bottom=bottom, color=color, label=label)
         bottom += ms
     ax_time.set_ylabel("ms per step (mean over ranks)")
@@ -59,9 +60,10 @@ def plot_runs(runs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def _smooth(x: np.ndarray, window: int = 9) -> np.ndarray:
-    if x.size < window:
-        return x
-    kernel = np.ones(window) / window
-    padded = np.concatenate([np.full(window // 2, x[0]), x, np.full(window // 2, x[-1])])
-    return np.convolve(padded, kernel, mode="valid")
+def _smooth(x: np.ndarray, weight: float = 0.8) -> np.ndarray:
+    """Exponential moving average, debiased at the start."""
+    out, acc = np.empty_like(x, dtype=float), 0.0
+    for i, v in enumerate(x):
+        acc = weight * acc + (1 - weight) * v
+        out[i] = acc / (1 - weight ** (i + 1))
+    return out

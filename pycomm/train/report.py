@@ -7,7 +7,6 @@ one rank's training thread spent), over the timed steps (the first is left out).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +27,9 @@ def merge(records: list[RankRecord]) -> dict:
     ops = {}
     for k in OPERATORS:
         per_rank = [r.ops[k] for r in records]
-        ops[k] = {f: float(sum(p[f] for p in per_rank)) for f in ("calls", "raw_bytes",
-                                                                  "wire_bytes")}
+        ops[k] = {
+            f: float(sum(p[f] for p in per_rank)) for f in ("calls", "raw_bytes", "wire_bytes")
+        }
         for f in ("codec_s", "comm_s", "wait_s", "background_s"):
             ops[k][f] = float(np.mean([p[f] for p in per_rank]))
     timed_steps = max(1, steps - WARMUP_STEPS_UNTIMED)
@@ -51,8 +51,10 @@ def merge(records: list[RankRecord]) -> dict:
 def operator_table(run: dict) -> str:
     """The per-operator table of one run (like the paper's): time and bytes per operator."""
     n, total = run["timed_steps"], run["timed_s"]
-    head = (f"{'operator':<22}{'calls':>8}{'ms/step':>10}{'codec ms':>10}{'share':>8}"
-            f"{'raw MB':>10}{'wire MB':>10}{'ratio':>7}")
+    head = (
+        f"{'operator':<22}{'calls':>8}{'ms/step':>10}{'codec ms':>10}{'share':>8}"
+        f"{'raw MB':>10}{'wire MB':>10}{'ratio':>7}"
+    )
     lines = [head, "-" * len(head)]
     for k in OPERATORS:
         o = run["ops"][k]
@@ -66,13 +68,19 @@ def operator_table(run: dict) -> str:
     wait = run["ops"]["pp"]["wait_s"]
     compute = float(np.sum(run["split"]["compute"][WARMUP_STEPS_UNTIMED:]))
     comm = run["comm_s_per_step"] * n
-    for label, t in (("communication total", comm), ("pipeline bubble", wait),
-                     ("computation", compute), ("step", total)):
+    for label, t in (
+        ("communication total", comm),
+        ("pipeline bubble", wait),
+        ("computation", compute),
+        ("step", total),
+    ):
         lines.append(f"{label:<22}{'':>8}{1e3 * t / n:>10.1f}{'':>10}{_pct(t, total):>8}")
     bg = run["ops"]["dp"]["background_s"]
     if bg:
-        lines.append(f"(DP buckets on the communication thread, overlapped: {1e3 * bg / n:.1f} "
-                     "ms/step; the DP row is the part the training thread waited for)")
+        lines.append(
+            f"(DP buckets on the communication thread, overlapped: {1e3 * bg / n:.1f} "
+            "ms/step; the DP row is the part the training thread waited for)"
+        )
     return "\n".join(lines)
 
 
@@ -82,7 +90,8 @@ def comparison(baseline: dict, compressed: dict) -> dict:
         "step_ms": (1e3 * b["timed_s"] / b["timed_steps"], 1e3 * c["timed_s"] / c["timed_steps"]),
         "comm_ms": (1e3 * b["comm_s_per_step"], 1e3 * c["comm_s_per_step"]),
         "comm_removed": 1 - c["comm_s_per_step"] / b["comm_s_per_step"]
-        if b["comm_s_per_step"] else float("nan"),
+        if b["comm_s_per_step"]
+        else float("nan"),
         "comm_share_baseline": b["comm_s_per_step"] * b["timed_steps"] / b["timed_s"],
         "wire_mb": (_wire(b) / 1e6, _wire(c) / 1e6),
         "final_val": (b["final_val"], c["final_val"]),
@@ -94,14 +103,19 @@ def comparison_text(cmp: dict) -> str:
     rows = [
         ("step time (ms)", *cmp["step_ms"], ""),
         ("communication (ms/step)", *cmp["comm_ms"], f"{100 * cmp['comm_removed']:.0f}% removed"),
-        ("bytes on the wire (MB)", *cmp["wire_mb"],
-         f"{cmp['wire_mb'][0] / max(cmp['wire_mb'][1], 1e-12):.1f}x fewer"),
+        (
+            "bytes on the wire (MB)",
+            *cmp["wire_mb"],
+            f"{cmp['wire_mb'][0] / max(cmp['wire_mb'][1], 1e-12):.1f}x fewer",
+        ),
         ("final validation loss", *cmp["final_val"], f"{100 * cmp['val_gap']:+.2f}%"),
     ]
     out = [f"{'':<26}{'baseline':>12}{'compressed':>12}", "-" * 62]
     out += [f"{r[0]:<26}{r[1]:>12.3f}{r[2]:>12.3f}  {r[3]}" for r in rows]
-    out.append(f"(uncompressed communication is {100 * cmp['comm_share_baseline']:.0f}% of "
-               "the baseline step)")
+    out.append(
+        f"(uncompressed communication is {100 * cmp['comm_share_baseline']:.0f}% of "
+        "the baseline step)"
+    )
     return "\n".join(out)
 
 
@@ -123,10 +137,6 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
 
     plot_runs(runs, out / "loss.png")
     return text
-
-
-def record_dict(record: RankRecord) -> dict:
-    return asdict(record)
 
 
 def _wire(run: dict) -> float:

@@ -34,8 +34,12 @@ class PipelineStage(nn.Module):
         self.layers = stage_layers(cfg.layers, stages, stage)
         self.embed = _full(Embedding(cfg), cfg, seed, "embed.") if self.is_first else None
         self.blocks = nn.ModuleDict(
-            {str(i): ParallelBlock.from_full(_full(Block(cfg), cfg, seed, f"blocks.{i}."), cfg, tp)
-             for i in self.layers}
+            {
+                str(i): ParallelBlock.from_full(
+                    _full(Block(cfg), cfg, seed, f"blocks.{i}."), cfg, tp
+                )
+                for i in self.layers
+            }
         )
         self.head = _full(Head(cfg), cfg, seed, "head.") if self.is_last else None
 

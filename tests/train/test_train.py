@@ -17,33 +17,59 @@ from pycomm.train.groups import Layout, resolve_layout  # noqa: E402
 from pycomm.train.stage import stage_layers  # noqa: E402
 
 SCRIPTS = Path(__file__).parent / "mpi"
-TINY = ["--layers", "2", "--width", "32", "--heads", "4", "--seq", "16", "--batch", "8",
-        "--micro-batches", "2", "--steps", "2", "--eval-every", "2", "--val-batches", "1",
-        "--data-limit-mb", "0.5"]
+TINY = [
+    "--layers",
+    "2",
+    "--width",
+    "32",
+    "--heads",
+    "4",
+    "--seq",
+    "16",
+    "--batch",
+    "8",
+    "--micro-batches",
+    "2",
+    "--steps",
+    "2",
+    "--eval-every",
+    "2",
+    "--val-batches",
+    "1",
+    "--data-limit-mb",
+    "0.5",
+]
 
 
 # -- options --
 
-@pytest.mark.parametrize("text, want", [
-    ("none", pycomm.CodecSpec()),
-    ("ebq:rel:1e-3", pycomm.CodecSpec("ebq", 1e-3, "rel")),
-    ("ebq:abs:0.5:level=dense", pycomm.CodecSpec("ebq", 0.5, "abs", level="dense")),
-])
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("none", pycomm.CodecSpec()),
+        ("ebq:rel:1e-3", pycomm.CodecSpec("ebq", 1e-3, "rel")),
+        ("ebq:abs:0.5:level=dense", pycomm.CodecSpec("ebq", 0.5, "abs", level="dense")),
+    ],
+)
 def test_codec_strings_parse_and_print_back(text: str, want: pycomm.CodecSpec) -> None:
     spec = config.parse_codec(text)
     assert spec == want
     assert config.parse_codec(config.format_codec(spec)) == spec
 
 
-@pytest.mark.parametrize("text, says", [
-    ("zstd", "unknown codec"),
-    ("ebq", "needs a mode and a bound"),
-    ("ebq:rel", "needs a mode and a bound"),
-    ("ebq:rel:x", "not a number"),
-    ("ebq:rel:-1", "error_bound > 0"),
-    ("ebq:sideways:1e-3", "mode must be"),
-    ("ebq:rel:1e-3:speed=9", "KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("zstd", "unknown codec"),
+        ("ebq", "needs a mode and a bound"),
+        ("ebq:rel", "needs a mode and a bound"),
+        ("ebq:rel:x", "not a number"),
+        ("ebq:rel:-1", "error_bound > 0"),
+        ("ebq:sideways:1e-3", "mode must be"),
+        ("ebq:rel:1e-3:speed=9", "KEY=VALUE"),
+    ],
+)
 def test_bad_codec_strings_say_why(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         config.parse_codec(text)
@@ -98,6 +124,7 @@ def test_stage_layers_cover_the_model() -> None:
 
 # -- data --
 
+
 def test_stdlib_corpus_is_deterministic_and_split() -> None:
     a, b = data.stdlib_sources(300_000), data.stdlib_sources(300_000)
     assert np.array_equal(a.train, b.train) and np.array_equal(a.validation, b.validation)
@@ -118,16 +145,17 @@ def test_user_file_splits_by_position(tmp_path: Path) -> None:
 
 # -- under mpiexec --
 
+
 @pytest.mark.parametrize("dp, tp, pp", [(1, 2, 2), (2, 2, 1), (2, 1, 2)])
 def test_parallel_training_equals_one_process(dp: int, tp: int, pp: int) -> None:
-    out = run_mpi(SCRIPTS / "check_equivalence.py", dp * tp * pp, str(dp), str(tp), str(pp),
-                  timeout=120)
+    out = run_mpi(
+        SCRIPTS / "check_equivalence.py", dp * tp * pp, str(dp), str(tp), str(pp), timeout=120
+    )
     assert "passed" in out
 
 
 def test_three_stage_pipeline_with_tight_codec_matches() -> None:
-    out = run_mpi(SCRIPTS / "check_equivalence.py", 3, "1", "1", "3", "ebq:abs:1e-6",
-                  timeout=120)
+    out = run_mpi(SCRIPTS / "check_equivalence.py", 3, "1", "1", "3", "ebq:abs:1e-6", timeout=120)
     assert "passed" in out
 
 
@@ -140,19 +168,52 @@ def test_pipe_link_bound_bytes_and_bubble() -> None:
 
 
 def test_short_compressed_run_stays_near_baseline(tmp_path: Path) -> None:
-    args = ["--tp", "2", "--pp", "2", "--layers", "2", "--width", "64", "--heads", "4",
-            "--seq", "32", "--batch", "16", "--steps", "30", "--eval-every", "15",
-            "--val-batches", "2", "--data-limit-mb", "2"]
-    out = run_mpi(SCRIPTS / "check_compressed_run.py", 4, str(tmp_path / "run"), "0.02", *args,
-                  timeout=150)
+    args = [
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--layers",
+        "2",
+        "--width",
+        "64",
+        "--heads",
+        "4",
+        "--seq",
+        "32",
+        "--batch",
+        "16",
+        "--steps",
+        "30",
+        "--eval-every",
+        "15",
+        "--val-batches",
+        "2",
+        "--data-limit-mb",
+        "2",
+    ]
+    out = run_mpi(
+        SCRIPTS / "check_compressed_run.py", 4, str(tmp_path / "run"), "0.02", *args, timeout=150
+    )
     assert "passed" in out
 
 
 def test_wrong_rank_count_fails_clearly() -> None:
     if not MPIEXEC.exists():
         pytest.skip("no mpiexec")
-    cmd = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "pycomm.train", "--tp", "2",
-           "--pp", "2", *TINY]
+    cmd = [
+        str(MPIEXEC),
+        "-n",
+        "2",
+        sys.executable,
+        "-m",
+        "pycomm.train",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        *TINY,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("--dp 1 x --tp 2 x --pp 2") == 0

@@ -29,5 +29,8 @@ if MPI.COMM_WORLD.Get_rank() == 0:
     assert cmp["wire_mb"][1] < cmp["wire_mb"][0] / 2, cmp
     for name in ("summary.txt", "loss.png"):
         assert (out / name).stat().st_size > 0
-    print(f"compressed run: val gap {100 * cmp['val_gap']:+.2f}% "
-          f"(tolerance {100 * tolerance:.1f}%): passed", flush=True)
+    print(
+        f"compressed run: val gap {100 * cmp['val_gap']:+.2f}% "
+        f"(tolerance {100 * tolerance:.1f}%): passed",
+        flush=True,
+    )

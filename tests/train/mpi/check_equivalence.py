@@ -56,7 +56,7 @@ def local_reference_grads() -> dict[str, torch.Tensor]:
     out = {}
     for i in stage.layers:
         prefix = f"blocks.{i}."
-        block = {n[len(prefix):]: g for n, g in grads.items() if n.startswith(prefix)}
+        block = {n[len(prefix) :]: g for n, g in grads.items() if n.startswith(prefix)}
         for n, g in shard_block(block, cfg, groups.tp_rank, tp).items():
             out[prefix + n] = g
     for n, g in grads.items():

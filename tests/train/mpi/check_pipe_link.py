@@ -1,6 +1,6 @@
 """Compressed pipeline send/recv on 2 ranks: the bound, the bytes, and the bubble split.
 
-    mpiexec -n 2 python check_pipe_link.py
+mpiexec -n 2 python check_pipe_link.py
 """
 
 import time

@@ -1,9 +1,8 @@
 """The compressed TP all_reduce autograd functions on 2 ranks: forward and backward codecs.
 
-    mpiexec -n 2 python check_tp_ops.py
+mpiexec -n 2 python check_tp_ops.py
 """
 
-import numpy as np
 import torch
 from mpi4py import MPI
 
