@@ -18,45 +18,30 @@ import numpy as np
 import pycomm
 
 #: Option values a preset fills in (explicit options win).
+# fmt: off
 PRESETS: dict[str, dict[str, object]] = {
     # README's demo: 4 ranks, TP 2 x PP 2, baseline then compressed, a few minutes on 2 cores.
-    "demo": dict(
-        tp=2,
-        pp=2,
-        layers=4,
-        width=128,
-        heads=4,
-        seq=64,
-        batch=32,
-        micro_batches=4,
-        steps=150,
-        eval_every=25,
-        baseline=True,
-        compress=True,
-    ),
-    # The bench's communication-heavy shape (see bench/train_bench.py).
-    "bench": dict(
-        tp=2,
-        pp=2,
-        layers=4,
-        width=256,
-        heads=8,
-        seq=128,
-        batch=16,
-        micro_batches=4,
-        steps=80,
-        eval_every=20,
-        baseline=True,
-        compress=True,
-    ),
+    "demo": dict(tp=2, pp=2, layers=4, width=128, heads=4, seq=64, batch=32, micro_batches=4,
+                 steps=120, eval_every=20, baseline=True, compress=True),
+    # bench/train_bench.py: tensor x pipeline parallel, TP all_reduce the main traffic.
+    "bench": dict(tp=2, pp=2, layers=4, width=256, heads=8, seq=128, batch=16, micro_batches=4,
+                  steps=60, eval_every=10, baseline=True, compress=True),
+    # bench/train_bench.py: data x pipeline parallel, wide and few tokens: DDP's gradients.
+    "bench-dp": dict(dp=2, pp=2, layers=4, width=512, heads=8, seq=64, batch=8,
+                     micro_batches=2, steps=60, eval_every=10, baseline=True, compress=True),
 }
+# fmt: on
 
-#: What --compress turns on where a codec is not given (see the README for the choice).
+#: What --compress turns on where a codec is not given. Measured on the demo model (150 steps,
+#: final validation loss against the uncompressed run): ebq rel 1e-3 everywhere -0.1%, 1e-2
+#: +0.3%, 3e-2 +5%; forward activations carry their error into the loss, so TP forward and PP
+#: keep 3e-3 (+0.06% with TP backward at 1e-2); gradients tolerate 1e-2, and DP's error
+#: feedback carries what quantization drops into the next step.
 COMPRESS_PRESET = {
-    "tp_codec_fwd": "ebq:rel:1e-3",
-    "tp_codec_bwd": "ebq:rel:1e-3",
-    "pp_codec": "ebq:rel:1e-3",
-    "dp_codec": "ebq:rel:1e-3",
+    "tp_codec_fwd": "ebq:rel:3e-3",
+    "tp_codec_bwd": "ebq:rel:1e-2",
+    "pp_codec": "ebq:rel:3e-3",
+    "dp_codec": "ebq:rel:1e-2",
 }
 CODEC_OPTIONS = tuple(COMPRESS_PRESET)
 

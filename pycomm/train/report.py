@@ -102,7 +102,7 @@ def comparison(baseline: dict, compressed: dict) -> dict:
 def comparison_text(cmp: dict) -> str:
     rows = [
         ("step time (ms)", *cmp["step_ms"], ""),
-        ("communication (ms/step)", *cmp["comm_ms"], f"{100 * cmp['comm_removed']:.0f}% removed"),
+        ("communication (ms/step)", *cmp["comm_ms"], _change(cmp["comm_removed"])),
         (
             "bytes on the wire (MB)",
             *cmp["wire_mb"],
@@ -137,6 +137,12 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
 
     plot_runs(runs, out / "loss.png")
     return text
+
+
+def _change(removed: float) -> str:
+    if removed != removed:  # nan: nothing to remove
+        return ""
+    return f"{100 * removed:.0f}% removed" if removed >= 0 else f"{-100 * removed:.0f}% more"
 
 
 def _wire(run: dict) -> float:
