@@ -97,8 +97,9 @@ def info() -> dict[str, Any]:
     from mpi4py import MPI
 
     vendor, vendor_version = MPI.get_vendor()
-    library = MPI.Get_library_version().strip()
+    library = MPI.Get_library_version().replace("\x00", "").strip()
     level = MPI.Query_thread()
+    torch_dist = sys.modules.get("torch.distributed")  # reported only if already imported
     return {
         "mpiucc": _version("mpiucc") or "0.1.0 (source tree)",
         "mpi4py": _version("mpi4py"),
@@ -109,6 +110,7 @@ def info() -> dict[str, Any]:
         "ucc": _ucc(vendor, library),
         "simd_level": _simd_level(),
         "torch": _version("torch"),
+        "torch_ucc": None if torch_dist is None else bool(torch_dist.is_ucc_available()),
     }
 
 
@@ -116,10 +118,13 @@ def format_info(found: dict[str, Any]) -> str:
     """``info()`` as the lines ``mpiucc info`` prints."""
     ucc = found["ucc"]
     via = {True: "yes", False: "no", None: "unknown"}[ucc["collectives_via_ucc"]]
-    first_line = found["mpi_library"].splitlines()[0] if found["mpi_library"] else ""
+    library = found["mpi_library"]
+    device = re.search(r"Device:\s*(.+)", library)
+    first_line = library.splitlines()[0] if library else ""
+    detail = f"device {device.group(1).strip()}" if device else " ".join(first_line.split())[:72]
     rows = [
         ("mpiucc", found["mpiucc"]),
-        ("MPI library", f"{found['mpi_vendor']} ({first_line.strip()})"),
+        ("MPI library", f"{found['mpi_vendor']} ({detail})"),
         ("MPI standard", found["mpi_version"]),
         ("mpi4py", found["mpi4py"] or "not installed"),
         ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
@@ -127,7 +132,13 @@ def format_info(found: dict[str, Any]) -> str:
         ("codec SIMD level", found["simd_level"] or "pycodecs not installed"),
         ("torch", found["torch"] or "not installed"),
     ]
+    if found["torch_ucc"] is not None:
+        rows.append(("torch UCC backend", "yes" if found["torch_ucc"] else "no"))
     if ucc.get("component") and not ucc.get("enabled"):
         rows.append(("hint", "set OMPI_MCA_coll_ucc_enable=1 OMPI_MCA_coll_ucc_priority=100"))
+    elif ucc.get("component") is False and ucc.get("enabled"):
+        rows.append(
+            ("hint", "OMPI_MCA_coll_ucc_enable=1 is set, but this Open MPI has no coll/ucc")
+        )
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

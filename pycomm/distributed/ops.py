@@ -17,7 +17,6 @@ import torch
 from mpi4py import MPI
 
 from pycomm.distributed._buffers import (
-    RedOpType,
     as_bytes,
     copy_chunks,
     displacements,
@@ -50,7 +49,7 @@ def _copy_back(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], N
     return run
 
 
-def allreduce(comm: MPI.Intracomm, tensors: list[torch.Tensor], op: RedOpType) -> Started:
+def allreduce(comm: MPI.Intracomm, tensors: list[torch.Tensor], op: int) -> Started:
     reqs, steps, keep = [], [], []
     size = comm.Get_size()
     for t in tensors:
@@ -61,7 +60,7 @@ def allreduce(comm: MPI.Intracomm, tensors: list[torch.Tensor], op: RedOpType) -
     return reqs, _chain(steps), keep
 
 
-def allreduce_coalesced(comm: MPI.Intracomm, tensors: list[torch.Tensor], op: RedOpType) -> Started:
+def allreduce_coalesced(comm: MPI.Intracomm, tensors: list[torch.Tensor], op: int) -> Started:
     """One allreduce per dtype over the tensors flattened together."""
     by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
     for t in tensors:
@@ -98,7 +97,7 @@ def broadcast(comm: MPI.Intracomm, tensors: list[torch.Tensor], root: int) -> St
     return reqs, _copy_back(back) if back else None, back
 
 
-def reduce(comm: MPI.Intracomm, tensors: list[torch.Tensor], root: int, op: RedOpType) -> Started:
+def reduce(comm: MPI.Intracomm, tensors: list[torch.Tensor], root: int, op: int) -> Started:
     reqs, steps, keep = [], [], []
     is_root = comm.Get_rank() == root
     for t in tensors:
@@ -156,7 +155,7 @@ def reduce_scatter(
     comm: MPI.Intracomm,
     outputs: list[torch.Tensor],
     inputs: list[list[torch.Tensor]],
-    op: RedOpType,
+    op: int,
 ) -> Started:
     reqs, steps, keep = [], [], []
     for out, ins in zip(outputs, inputs, strict=True):
@@ -175,7 +174,7 @@ def reduce_scatter(
 
 
 def reduce_scatter_tensor(
-    comm: MPI.Intracomm, outputs: list[torch.Tensor], inputs: list[torch.Tensor], op: RedOpType
+    comm: MPI.Intracomm, outputs: list[torch.Tensor], inputs: list[torch.Tensor], op: int
 ) -> Started:
     reqs, steps, keep = [], [], []
     size = comm.Get_size()

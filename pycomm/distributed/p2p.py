@@ -68,7 +68,7 @@ class P2PWork(dist.Work):
             spins = 0
             while not self._req.Test(self._status):
                 spins += 1
-                if spins >= 128:
+                if spins >= 16:
                     if time.monotonic() > deadline:
                         raise RuntimeError(
                             f"mpiucc: {self._what} did not complete within {secs:g} s"

@@ -29,7 +29,9 @@ _REQUEST = 1
 _FIRST_REPLY_TAG = 2
 _REPLY_TAGS = 32000  # MPI guarantees tags up to 32767
 _SPIN_S = 2e-3  # how long the server keeps polling without sleep after a request
-_MAX_SLEEP_S = 1e-3
+_MAX_SLEEP_S = 1e-3  # the longest pause between polls while requests came lately
+_IDLE_S = 1.0  # after this long without requests the server polls less often
+_IDLE_SLEEP_S = 5e-3
 
 
 def _seconds(timeout: timedelta | None, default: float) -> float:
@@ -103,7 +105,7 @@ class MPIStore(dist.Store):
         self._rank = self._comm.Get_rank()
         self._tags = itertools.count()
         self._tag_lock = threading.Lock()
-        self._closed = False
+        self._bye: MPI.Request | None = None  # the closing barrier, once started
         self._table: _Table | None = None
         if self._rank == 0:
             self._table = _Table()
@@ -153,6 +155,8 @@ class MPIStore(dist.Store):
 
     # -- requests --
     def _call(self, op: str, args: tuple, timeout: timedelta | None = None) -> Any:
+        if self._bye is not None:
+            raise dist.DistStoreError("mpiucc store: used after its process group was destroyed")
         limit = _seconds(timeout, self.timeout.total_seconds())
         if self._table is not None:
             return self._local(op, args, limit)
@@ -206,11 +210,15 @@ class MPIStore(dist.Store):
             msg = self._comm.improbe(MPI.ANY_SOURCE, _REQUEST, status)
             now = time.monotonic()
             if msg is None:
+                bye = self._bye
+                if bye is not None and bye.Test():
+                    break  # every rank is done with the store
                 if self._parked:
                     with table.cv:
                         self._expire_parked(now)
                 if now - last > _SPIN_S:
-                    pause = min(_MAX_SLEEP_S, pause * 2 or 2e-5)
+                    longest = _IDLE_SLEEP_S if now - last > _IDLE_S else _MAX_SLEEP_S
+                    pause = min(longest, pause * 2 or 2e-5)
                 time.sleep(pause)
                 continue
             last, pause = now, 0.0
@@ -260,18 +268,25 @@ class MPIStore(dist.Store):
                 still.append(entry)
         self._parked = still
 
-    def close(self, timeout: float = 60.0) -> None:
-        """Collective: wait until every rank is done with the store, then stop serving."""
-        if self._closed:
-            return
-        self._closed = True
-        req = self._comm.Ibarrier()
+    def close(self) -> None:
+        """Say this rank is done with the store (collective, but returns at once).
+
+        Rank 0 serves until every rank has closed, then its server stops by itself.
+        """
+        if self._bye is None:
+            self._bye = self._comm.Ibarrier()
+
+    def _finish(self, timeout: float) -> None:
+        """At exit: close, and give the closing barrier up to `timeout` seconds to complete."""
+        self.close()
         deadline = time.monotonic() + timeout
-        while not req.Test() and time.monotonic() < deadline:
-            time.sleep(1e-4)
         if self._table is not None:
+            self._server.join(timeout)
             self._stop.set()
             self._server.join()
+            return
+        while not self._bye.Test() and time.monotonic() < deadline:
+            time.sleep(1e-4)
 
 
 def _as_bytes(value: bytes | str | Any) -> bytes:
@@ -306,4 +321,4 @@ def _close_all() -> None:
     # Registered after mpi4py's import, so it runs before MPI is finalized. After an uncaught
     # exception nobody waits for the other ranks: mpiexec ends the job.
     for store in _live:
-        store.close(timeout=0.0 if _crashed else 60.0)
+        store._finish(timeout=0.0 if _crashed else 60.0)

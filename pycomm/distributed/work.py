@@ -25,7 +25,7 @@ from mpi4py import MPI
 Started = tuple[list[MPI.Request], Callable[[], None] | None, Any]
 Start = Callable[[], Started]
 
-_SPINS = 128  # Test calls before the loop starts yielding the CPU and checking the clock
+_SPINS = 16  # Test calls before the loop starts yielding the CPU (helps oversubscribed nodes)
 
 
 class CommTimeout(RuntimeError):
@@ -65,8 +65,16 @@ def _set_future(fut: torch.futures.Future, result: Any, error: BaseException | N
         fut.set_exception(error)
 
 
+# Guards the creation of futures against completion (one lock for all works: rarely taken).
+_future_lock = threading.Lock()
+
+
 class MpiWork(dist.Work):
-    """A collective's handle: completed by the communication thread (or at once, inline)."""
+    """A collective's handle: completed by the communication thread.
+
+    Completion is signalled by releasing ``_gate``, a lock taken at creation: cheaper to make
+    than an Event, and waiters sleep on it.
+    """
 
     def __init__(self, result: Any, what: str, timeout_s: float) -> None:
         super().__init__()
@@ -74,31 +82,35 @@ class MpiWork(dist.Work):
         self._what = what
         self._timeout_s = timeout_s
         self._error: BaseException | None = None
-        self._done = threading.Event()
-        self._lock = threading.Lock()
+        self._done = False
+        self._gate = threading.Lock()
+        self._gate.acquire()
         self._future: torch.futures.Future | None = None
 
     def _finish(self, error: BaseException | None = None) -> None:
-        with self._lock:
+        with _future_lock:
             self._error = error
-            self._done.set()
+            self._done = True
             fut = self._future
+        self._gate.release()
         if fut is not None:
             _set_future(fut, self._result, error)
 
     def wait(self, timeout: timedelta | None = None) -> bool:
-        secs = timeout_seconds(timeout, self._timeout_s)
-        if not self._done.wait(secs):
-            raise RuntimeError(f"mpiucc: {self._what} did not complete within {secs:g} s")
+        if not self._done:
+            secs = timeout_seconds(timeout, self._timeout_s)
+            if not self._gate.acquire(timeout=secs):
+                raise RuntimeError(f"mpiucc: {self._what} did not complete within {secs:g} s")
+            self._gate.release()
         if self._error is not None:
             raise RuntimeError(str(self._error)) from self._error
         return True
 
     def is_completed(self) -> bool:
-        return self._done.is_set()
+        return self._done
 
     def is_success(self) -> bool:
-        return self._done.is_set() and self._error is None
+        return self._done and self._error is None
 
     def result(self) -> Any:
         self.wait()
@@ -108,75 +120,98 @@ class MpiWork(dist.Work):
         pass
 
     def get_future(self) -> torch.futures.Future:
-        with self._lock:
+        with _future_lock:
             if self._future is None:
                 self._future = torch.futures.Future()
-                if self._done.is_set():
+                if self._done:
                     _set_future(self._future, self._result, self._error)
             return self._future
 
 
-class DoneWork(MpiWork):
+class DoneWork(dist.Work):
     """An operation that already completed on the caller's thread."""
 
     def __init__(self, result: Any = None) -> None:
-        super().__init__(result, "done", 0.0)
-        self._done.set()
+        super().__init__()
+        self._result = result
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         return True
+
+    def is_completed(self) -> bool:
+        return True
+
+    def is_success(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        return self._result
+
+    def synchronize(self) -> None:
+        pass
+
+    def get_future(self) -> torch.futures.Future:
+        fut = torch.futures.Future()
+        fut.set_result(self._result)
+        return fut
 
 
 class Engine:
     """Runs one group's collectives in call order, inline when idle, else on its thread.
 
-    ``busy`` is true while a collective runs (on either thread); an inline call is allowed
-    only when nothing runs and nothing is queued, so MPI sees the collectives of the group's
-    communicator one at a time and in call order on every rank.
+    ``exec_lock`` is held while a collective runs, on either thread. A blocking call runs
+    inline only when nothing is queued and the lock is free; the thread takes the lock before
+    it takes a job off the queue. So MPI sees the group's collectives one at a time, in call
+    order, on every rank.
     """
 
     def __init__(self, name: str, rank: int, size: int) -> None:
         self._where = f"rank {rank} of {size} in group {name!r}"
         self._name = name
         self._cv = threading.Condition(threading.Lock())
-        self._queue: deque = deque()
-        self._busy = False
+        self.queue: deque = deque()
+        self.exec_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.broken: str | None = None  # set when a collective timed out: the group is unusable
 
     def try_begin(self) -> bool:
-        """Claim the communicator for an inline collective; False if anything is pending."""
-        with self._cv:
-            if self._busy or self._queue:
-                return False
-            self._busy = True
-            return True
+        """Claim the communicator for an inline collective; False if anything is pending.
+
+        False too once the group is broken: the call then goes through the queue and its
+        work fails there with the reason.
+        """
+        if self.queue or self.broken is not None or not self.exec_lock.acquire(False):
+            return False
+        if self.queue:  # another thread queued meanwhile: keep the order
+            self.exec_lock.release()
+            return False
+        return True
 
     def end(self) -> None:
-        with self._cv:
-            self._busy = False
-            if self._queue:
-                self._cv.notify()
+        self.exec_lock.release()
 
     def run_inline(self, start: Start, deadline: float, what: str) -> None:
         """Run a collective on this thread; call only after try_begin() returned True."""
         try:
             self.execute(start, deadline, what)
         finally:
-            self.end()
+            self.exec_lock.release()
 
     def execute(self, start: Start, deadline: float, what: str) -> None:
         if self.broken is not None:
             raise RuntimeError(f"mpiucc: {what} refused on {self._where}: {self.broken}")
         reqs, finish, keep = start()
+        self.wait(reqs, deadline, what)
+        if finish is not None:
+            finish()
+        del keep
+
+    def wait(self, reqs: list[MPI.Request], deadline: float, what: str) -> None:
         try:
             wait_requests(reqs, deadline, what)
         except CommTimeout:
             self.broken = f"an earlier {what} timed out"
             raise self.timeout_error(what, deadline) from None
-        if finish is not None:
-            finish()
-        del keep
 
     def timeout_error(self, what: str, deadline: float) -> CommTimeout:
         late = time.monotonic() - deadline
@@ -186,17 +221,19 @@ class Engine:
             "The group cannot be used any more."
         )
 
+    def on_comm_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
     def submit(self, start: Start, work: MpiWork, deadline: float, what: str) -> None:
         """Queue a collective for the communication thread; `work` completes when it is done."""
         with self._cv:
-            self._queue.append((start, work, deadline, what))
+            self.queue.append((start, work, deadline, what))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name=f"mpiucc-comm-{self._name}", daemon=True
                 )
                 self._thread.start()
-            elif not self._busy:
-                self._cv.notify()
+            self._cv.notify()
 
     def close(self) -> None:
         """Let queued collectives finish, then stop the thread."""
@@ -204,27 +241,24 @@ class Engine:
             thread = self._thread
             if thread is None:
                 return
-            self._queue.append(None)
-            if not self._busy:
-                self._cv.notify()
+            self.queue.append(None)
+            self._cv.notify()
         thread.join()
         self._thread = None
 
     def _loop(self) -> None:
         while True:
             with self._cv:
-                while self._busy or not self._queue:
+                while not self.queue:
                     self._cv.wait()
-                job = self._queue.popleft()
-                self._busy = job is not None
-            if job is None:
-                return
-            start, work, deadline, what = job
-            error: BaseException | None = None
-            try:
-                self.execute(start, deadline, what)
-            except BaseException as exc:  # handed to the waiter, never lost
-                error = exc
-            with self._cv:
-                self._busy = False
+            with self.exec_lock:
+                job = self.queue.popleft()
+                if job is None:
+                    return
+                start, work, deadline, what = job
+                error: BaseException | None = None
+                try:
+                    self.execute(start, deadline, what)
+                except BaseException as exc:  # handed to the waiter, never lost
+                    error = exc
             work._finish(error)

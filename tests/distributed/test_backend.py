@@ -29,6 +29,10 @@ def test_subgroups(ranks: int) -> None:
     assert "mpiucc subgroup of a gloo world: passed" in out
 
 
+def test_mpi_served_store() -> None:
+    assert "store: passed" in run_mpi(SCRIPTS / "check_store.py", 3, timeout=90)
+
+
 def test_timeout_raises_instead_of_hanging() -> None:
     assert "timeouts: passed" in run_mpi(SCRIPTS / "check_timeout.py", 3, timeout=90)
 
