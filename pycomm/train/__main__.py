@@ -59,7 +59,7 @@ def _check(args: argparse.Namespace, world: int):
 def _train(args: argparse.Namespace, layout, corpus, world) -> int:
     from pycomm.train.config import Codecs, codecs_of
     from pycomm.train.groups import build_groups
-    from pycomm.train.loop import train_run
+    from pycomm.train.loop import train_runs
     from pycomm.train.progress import Progress
     from pycomm.train.report import merge, write_outputs
 
@@ -76,11 +76,11 @@ def _train(args: argparse.Namespace, layout, corpus, world) -> int:
     )
     if rank == 0:
         print(header, flush=True)
+    progress = Progress(args.steps, enabled=args.progress and rank == 0)
+    records = train_runs(args, groups, corpus, plan, progress)
+    progress.close()
     runs = []
-    for name, codecs in plan:
-        progress = Progress(args.steps, name, enabled=args.progress and rank == 0)
-        record = train_run(args, groups, corpus, codecs, name, progress)
-        progress.close()
+    for record in records:
         gathered = world.gather(record, root=0)
         if rank == 0:
             runs.append(merge(gathered))

@@ -1,8 +1,9 @@
-"""One training run: build the parallel model, step through the batches, evaluate, record.
+"""Training runs: build the parallel model, step through the batches, evaluate, record.
 
 Each rank records, per step, its wall time and how the training thread spent it (codec,
 communication, pipeline wait; the rest is computation), and per operator the totals of
-``meters``. ``report`` merges the ranks' records.
+``meters``. ``report`` merges the ranks' records. A baseline and a compressed run advance in
+lockstep (``train_runs``), so both see the same machine load.
 """
 
 from __future__ import annotations
@@ -125,52 +126,81 @@ class Trainer:
         self.world.Free()
 
 
-def train_run(
+class Run:
+    """One configuration's trainer and this rank's record of it, advanced a step at a time."""
+
+    def __init__(
+        self, args: argparse.Namespace, groups: ParallelGroups, codecs: Codecs, name: str
+    ) -> None:
+        torch.manual_seed(args.seed)
+        self.args = args
+        self.trainer = Trainer(args, groups, codecs)
+        self.record = RankRecord(name, codecs.describe())
+        self.totals = {k: OpMeter() for k in OPERATORS}
+        self.train_s = 0.0
+        self._pending: tuple | None = None  # the last step's loss, reduced in the background
+
+    def step(self, step: int, corpus: Corpus) -> None:
+        trainer, record = self.trainer, self.record
+        before = trainer.meters.snapshot()
+        t0 = time.perf_counter()
+        loss = trainer.step(step, corpus)
+        elapsed = time.perf_counter() - t0
+        self.train_s += elapsed
+        delta = trainer.meters.delta(before)
+        record.step_s.append(elapsed)
+        record.split.append(_split(elapsed, delta))
+        if step >= WARMUP_STEPS_UNTIMED:
+            for k in OPERATORS:
+                self.totals[k].add(delta[k])
+        self._collect_loss()
+        v = np.array([loss / trainer.groups.layout.dp if trainer.reports_loss else 0.0])
+        self._pending = v, trainer.world.Iallreduce(MPI.IN_PLACE, v, op=MPI.SUM)
+
+    def evaluate(self, step: int, batches: list) -> None:
+        self._collect_loss()
+        self.record.val.append((step + 1, self.trainer.evaluate(batches), self.train_s))
+
+    def finish(self) -> RankRecord:
+        self._collect_loss()
+        self.trainer.close()
+        self.record.ops = {k: asdict(v) for k, v in self.totals.items()}
+        return self.record
+
+    def _collect_loss(self) -> None:
+        if self._pending is not None:
+            v, req = self._pending
+            req.Wait()
+            self.record.train_loss.append(float(v[0]))
+            self._pending = None
+
+
+def train_runs(
     args: argparse.Namespace,
     groups: ParallelGroups,
     corpus: Corpus,
-    codecs: Codecs,
-    name: str,
+    plan: list[tuple[str, Codecs]],
     progress=None,
-) -> RankRecord:
-    """Train from the seed's initial weights with ``codecs``; this rank's record."""
-    torch.manual_seed(args.seed)
-    trainer = Trainer(args, groups, codecs)
-    record = RankRecord(name, codecs.describe())
+) -> list[RankRecord]:
+    """Train every (name, codecs) of ``plan`` from the same weights, in lockstep.
+
+    Step k of every run comes before step k + 1 of any, so that a machine whose load changes
+    over minutes slows every run alike and their times stay comparable.
+    """
+    runs = [Run(args, groups, codecs, name) for name, codecs in plan]
     val = validation_batches(corpus, args.val_batches, args.batch, args.seq)
-    totals = {k: OpMeter() for k in OPERATORS}
-    train_s = 0.0
-    pending = None  # the previous step's loss, reduced in the background
     try:
         for step in range(args.steps):
-            before = trainer.meters.snapshot()
-            t0 = time.perf_counter()
-            loss = trainer.step(step, corpus)
-            elapsed = time.perf_counter() - t0
-            train_s += elapsed
-            delta = trainer.meters.delta(before)
-            record.step_s.append(elapsed)
-            record.split.append(_split(elapsed, delta))
-            if step >= WARMUP_STEPS_UNTIMED:
-                for k in OPERATORS:
-                    totals[k].add(delta[k])
-            if pending is not None:
-                record.train_loss.append(_finish(pending))
-            pending = _start_loss_reduce(trainer, loss)
+            for run in runs:
+                run.step(step, corpus)
+            if (step + 1) % args.eval_every == 0 or step == args.steps - 1:
+                for run in runs:
+                    run.evaluate(step, val)
             if progress is not None:
-                progress.update(record, step)
-            last = step == args.steps - 1
-            if (step + 1) % args.eval_every == 0 or last:
-                if pending is not None:
-                    record.train_loss.append(_finish(pending))
-                    pending = None
-                record.val.append((step + 1, trainer.evaluate(val), train_s))
-                if progress is not None:
-                    progress.update(record, step)
+                progress.update([r.record for r in runs], step)
     finally:
-        trainer.close()
-    record.ops = {k: asdict(v) for k, v in totals.items()}
-    return record
+        records = [run.finish() for run in runs]
+    return records
 
 
 def _split(elapsed: float, delta: dict[str, OpMeter]) -> dict[str, float]:
@@ -180,14 +210,3 @@ def _split(elapsed: float, delta: dict[str, OpMeter]) -> dict[str, float]:
     out = {"codec": codec, "wait": wait, **{f"comm_{k}": v for k, v in comm.items()}}
     out["compute"] = max(0.0, elapsed - codec - wait - sum(comm.values()))
     return out
-
-
-def _start_loss_reduce(trainer: Trainer, loss: float | None):
-    v = np.array([loss / trainer.groups.layout.dp if trainer.reports_loss else 0.0])
-    return v, trainer.world.Iallreduce(MPI.IN_PLACE, v, op=MPI.SUM)
-
-
-def _finish(pending) -> float:
-    v, req = pending
-    req.Wait()
-    return float(v[0])
