@@ -1,4 +1,4 @@
-"""The ``mpiucc`` command: ``mpiucc info [--json]``."""
+"""The ``mpiucc`` command: ``mpiucc info [--json]``, ``mpiucc train [options]``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,16 @@ from pycomm.info import format_info, info
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:  # its own parser: python -m pycomm.train
+        from pycomm.train.__main__ import main as train
+
+        return train(argv[1:], prog="mpiucc train")
     parser = argparse.ArgumentParser(prog="mpiucc", description="mpiucc command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("info", help="MPI library, thread level, UCC, codec SIMD level")
     show.add_argument("--json", action="store_true", help="print the report as JSON")
+    sub.add_parser("train", help="train a GPT with dp x tp x pp over compressed MPI (--help)")
     args = parser.parse_args(argv)
     if args.command == "info":
         found = info()

@@ -13,6 +13,7 @@ from pycomm.collectives._arrays import as_array
 from pycomm.collectives._channel import Request, SettingsMismatchError
 from pycomm.collectives._frames import recv_frame
 from pycomm.collectives._spec import CodecSpec, make_spec
+from pycomm.collectives._stats import CommStats
 
 
 def send(
@@ -21,11 +22,20 @@ def send(
     tag: int = 0,
     comm: MPI.Comm | None = None,
     codec: str | CodecSpec | None = "none",
+    *,
+    stats: CommStats | None = None,
     **params: object,
 ) -> None:
-    """Send x to dest as one self-describing frame (raw when codec is "none")."""
+    """Send x to dest as one self-describing frame (raw when codec is "none").
+
+    ``stats`` (a CommStats) is added to: this rank's bytes, frame bytes and compression time.
+    """
+    t0 = time.perf_counter()
     comm = MPI.COMM_WORLD if comm is None else comm
-    comm.Send([_frame(x, make_spec(codec, **params)), MPI.BYTE], dest=dest, tag=tag)
+    frame = _frame(x, make_spec(codec, **params), stats)
+    comm.Send([frame, MPI.BYTE], dest=dest, tag=tag)
+    if stats is not None:
+        stats.total_seconds += time.perf_counter() - t0
 
 
 def recv(
@@ -48,12 +58,20 @@ def isend(
     tag: int = 0,
     comm: MPI.Comm | None = None,
     codec: str | CodecSpec | None = "none",
+    *,
+    stats: CommStats | None = None,
     **params: object,
 ) -> Request:
-    """Non-blocking send: compresses now, sends in the background."""
+    """Non-blocking send: compresses now, sends in the background.
+
+    ``stats`` as for send, but its time is only this call's (the compression and the post).
+    """
+    t0 = time.perf_counter()
     comm = MPI.COMM_WORLD if comm is None else comm
-    frame = _frame(x, make_spec(codec, **params))
+    frame = _frame(x, make_spec(codec, **params), stats)
     req = comm.Isend([frame, MPI.BYTE], dest=dest, tag=tag)
+    if stats is not None:
+        stats.total_seconds += time.perf_counter() - t0
     return Request(_MPIWork(req, lambda: None, keep=frame))
 
 
@@ -88,8 +106,16 @@ def _codec_kwargs(spec: CodecSpec) -> dict:
     return kw
 
 
-def _frame(x: object, spec: CodecSpec) -> bytearray:
-    return pycodecs.compress(as_array(x), **_codec_kwargs(spec))
+def _frame(x: object, spec: CodecSpec, stats: CommStats | None = None) -> bytearray:
+    t0 = time.perf_counter()
+    a = as_array(x)
+    frame = pycodecs.compress(a, **_codec_kwargs(spec))
+    if stats is not None:
+        stats.calls += 1
+        stats.raw_bytes += a.nbytes
+        stats.wire_bytes += len(frame)
+        stats.compress_seconds += time.perf_counter() - t0
+    return frame
 
 
 def _decode_checked(frame: Any, out: np.ndarray, spec: CodecSpec) -> np.ndarray:

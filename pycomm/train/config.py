@@ -1,0 +1,257 @@
+"""Command-line options of ``python -m pycomm.train``: model, layout, data, codecs, presets.
+
+Codecs are strings ``NAME[:MODE:BOUND][:KEY=VALUE...]``: ``none``, ``fp16``, ``bf16``,
+``int8``, ``int4``, ``sign``, ``qsgd``, ``topk``, ``ebq:rel:1e-3``, ``ebq:abs:1e-4:level=dense``
+(keys: level, predictor, block_size, levels, rounding, seed), parsed into ``pycomm.CodecSpec``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from typing import NoReturn
+
+import numpy as np
+
+import pycomm
+
+#: Option values a preset fills in (explicit options win).
+# fmt: off
+PRESETS: dict[str, dict[str, object]] = {
+    # README's demo: 4 ranks, TP 2 x PP 2, baseline then compressed, a few minutes on 2 cores.
+    "demo": dict(tp=2, pp=2, layers=4, width=128, heads=4, seq=64, batch=32, micro_batches=4,
+                 steps=120, eval_every=20, baseline=True, compress=True),
+    # bench/train_bench.py: tensor x pipeline parallel, TP all_reduce the main traffic.
+    "bench": dict(tp=2, pp=2, layers=4, width=256, heads=8, seq=128, batch=16, micro_batches=4,
+                  steps=60, eval_every=10, baseline=True, compress=True),
+    # bench/train_bench.py: data x pipeline parallel, wide and few tokens: DDP's gradients.
+    "bench-dp": dict(dp=2, pp=2, layers=4, width=512, heads=8, seq=64, batch=8,
+                     micro_batches=2, steps=60, eval_every=10, baseline=True, compress=True),
+}
+# fmt: on
+
+#: What --compress turns on where a codec is not given. Measured on the demo model (150 steps,
+#: final validation loss against the uncompressed run): ebq rel 1e-3 everywhere -0.1%, 1e-2
+#: +0.3%, 3e-2 +5%; forward activations carry their error into the loss, so TP forward and PP
+#: keep 3e-3 (+0.06% with TP backward at 1e-2); gradients tolerate 1e-2, and DP's error
+#: feedback carries what quantization drops into the next step.
+COMPRESS_PRESET = {
+    "tp_codec_fwd": "ebq:rel:3e-3",
+    "tp_codec_bwd": "ebq:rel:1e-2",
+    "pp_codec": "ebq:rel:3e-3",
+    "dp_codec": "ebq:rel:1e-2",
+}
+CODEC_OPTIONS = tuple(COMPRESS_PRESET)
+
+DEFAULTS: dict[str, object] = dict(
+    dp=None,
+    tp=1,
+    pp=1,
+    layers=4,
+    width=128,
+    heads=4,
+    seq=64,
+    batch=32,
+    micro_batches=4,
+    steps=200,
+    lr=2e-3,
+    warmup=20,
+    seed=0,
+    eval_every=25,
+    val_batches=4,
+    data=None,
+    data_limit_mb=16.0,
+    bucket_mb=1.0,
+    threads=1,
+    out=None,
+    baseline=False,
+    compress=False,
+    progress=True,
+    tp_codec_fwd=None,
+    tp_codec_bwd=None,
+    pp_codec=None,
+    dp_codec=None,
+)
+_INT_KEYS = ("block_size", "levels", "seed")
+_STR_KEYS = ("level", "predictor", "rounding")
+
+
+@dataclass(frozen=True)
+class Codecs:
+    """The four codecs of a run."""
+
+    tp_fwd: pycomm.CodecSpec
+    tp_bwd: pycomm.CodecSpec
+    pp: pycomm.CodecSpec
+    dp: pycomm.CodecSpec
+
+    @classmethod
+    def uncompressed(cls) -> Codecs:
+        none = pycomm.CodecSpec()
+        return cls(none, none, none, none)
+
+    def describe(self) -> dict[str, str]:
+        return {k: format_codec(getattr(self, k)) for k in ("tp_fwd", "tp_bwd", "pp", "dp")}
+
+
+def parse_codec(text: str) -> pycomm.CodecSpec:
+    """A CodecSpec from ``NAME[:MODE:BOUND][:KEY=VALUE...]``; ValueError says what is wrong."""
+    parts = [p.strip() for p in text.strip().split(":")]
+    name, rest = parts[0].lower(), parts[1:]
+    params: dict[str, object] = {}
+    if name == "ebq":
+        if len(rest) < 2 or "=" in rest[0] or "=" in rest[1]:
+            raise ValueError("ebq needs a mode and a bound, e.g. ebq:rel:1e-3 or ebq:abs:1e-4")
+        params["mode"] = rest[0]
+        try:
+            params["error_bound"] = float(rest[1])
+        except ValueError:
+            raise ValueError(f"bound {rest[1]!r} is not a number") from None
+        rest = rest[2:]
+    for item in rest:
+        key, eq, value = item.partition("=")
+        if not eq or key not in _INT_KEYS + _STR_KEYS:
+            raise ValueError(f"{item!r} is not KEY=VALUE with KEY in {_INT_KEYS + _STR_KEYS}")
+        params[key] = int(value) if key in _INT_KEYS else value
+    spec = pycomm.CodecSpec(codec=name, **params)  # type: ignore[arg-type]
+    if spec.compressed:
+        _check_codec_runs(spec, text)
+    return spec
+
+
+def _check_codec_runs(spec: pycomm.CodecSpec, text: str) -> None:
+    import pycodecs
+
+    kw = spec.codec_kwargs()
+    if spec.codec == "ebq":
+        kw.update(error_bound=spec.error_bound, mode=spec.mode)
+    try:
+        pycodecs.compress(np.linspace(-1, 1, 64, dtype=np.float32), **kw)
+    except pycodecs.CodecError as exc:
+        raise ValueError(f"{text!r} does not run in this build of the codecs ({exc})") from None
+
+
+def format_codec(spec: pycomm.CodecSpec) -> str:
+    if not spec.compressed:
+        return "none"
+    text = spec.codec
+    if spec.codec == "ebq":
+        text += f":{spec.mode}:{spec.error_bound:g}"
+    default = pycomm.CodecSpec()
+    for key in _STR_KEYS + _INT_KEYS:
+        if getattr(spec, key) != getattr(default, key):
+            text += f":{key}={getattr(spec, key)}"
+    return text
+
+
+def _codec_arg(text: str) -> pycomm.CodecSpec:
+    try:
+        return parse_codec(text)
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(f"invalid codec {text!r}: {exc}") from None
+
+
+class _RankZeroParser(argparse.ArgumentParser):
+    """Under mpiexec only rank 0 prints usage errors (every rank exits with status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        if launcher_rank() == 0:
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def launcher_rank() -> int:
+    """This process's rank as the MPI launcher announced it (0 when not launched by MPI)."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParser:
+    p = _RankZeroParser(
+        prog=prog,
+        description="Train a byte-level GPT with data x tensor x pipeline parallelism over "
+        "compressed MPI communication (run under mpiexec -n DP*TP*PP).",
+        argument_default=argparse.SUPPRESS,
+    )
+    p.add_argument("--preset", choices=sorted(PRESETS), help="fill in a named configuration")
+    lay = p.add_argument_group("parallel layout (their product is the number of ranks)")
+    lay.add_argument("--dp", type=int, help="data-parallel replicas (default: what is left)")
+    lay.add_argument("--tp", type=int, help="tensor-parallel ranks per stage (default 1)")
+    lay.add_argument("--pp", type=int, help="pipeline stages (default 1)")
+    mod = p.add_argument_group("model and training")
+    for name, kind, what in (
+        ("layers", int, "decoder layers (4)"),
+        ("width", int, "residual width (128)"),
+        ("heads", int, "attention heads (4)"),
+        ("seq", int, "sequence length in bytes (64)"),
+        ("batch", int, "global batch in sequences (32)"),
+        ("micro-batches", int, "pipeline micro-batches per step (4)"),
+        ("steps", int, "optimizer steps (200)"),
+        ("lr", float, "peak learning rate (2e-3)"),
+        ("warmup", int, "warm-up steps (20)"),
+        ("seed", int, "seed of weights and data (0)"),
+        ("eval-every", int, "steps between validation passes (25)"),
+        ("val-batches", int, "global batches per validation pass (4)"),
+        ("bucket-mb", float, "DDP bucket size in MB (1)"),
+        ("threads", int, "torch threads per rank (1)"),
+    ):
+        mod.add_argument(f"--{name}", type=kind, help=what)
+    dat = p.add_argument_group("data")
+    dat.add_argument("--data", help="train on this file's bytes (default: the stdlib sources)")
+    dat.add_argument("--data-limit-mb", type=float, help="read at most this many MB (16)")
+    cod = p.add_argument_group("compression (codec strings, e.g. none, bf16, int8, ebq:rel:1e-3)")
+    cod.add_argument("--tp-codec-fwd", type=_codec_arg, help="TP all_reduce in forward")
+    cod.add_argument("--tp-codec-bwd", type=_codec_arg, help="TP all_reduce in backward")
+    cod.add_argument("--pp-codec", type=_codec_arg, help="pipeline activations and gradients")
+    cod.add_argument("--dp-codec", type=_codec_arg, help="DDP gradients (error feedback on)")
+    cod.add_argument(
+        "--compress",
+        action="store_true",
+        help=f"every codec not given above from the preset {COMPRESS_PRESET}",
+    )
+    out = p.add_argument_group("run and output")
+    out.add_argument(
+        "--baseline",
+        action="store_true",
+        help="first train the uncompressed configuration (same seed and data)",
+    )
+    out.add_argument("--out", help="output folder (default runs/<date-time>)")
+    out.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    return p
+
+
+def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.train"):
+    """Options with the preset and the defaults filled in, codecs as CodecSpecs."""
+    parser = build_parser(prog)
+    given = vars(parser.parse_args(argv))
+    preset = PRESETS.get(given.pop("preset", None) or "", {})
+    values = {**DEFAULTS, **preset, **given}
+    for key in CODEC_OPTIONS:
+        if values[key] is None:
+            values[key] = parse_codec(COMPRESS_PRESET[key] if values["compress"] else "none")
+    for key in (
+        "layers",
+        "width",
+        "heads",
+        "seq",
+        "batch",
+        "micro_batches",
+        "steps",
+        "eval_every",
+        "val_batches",
+        "threads",
+    ):
+        if values[key] < 1:
+            parser.error(f"--{key.replace('_', '-')} must be at least 1")
+    if values["baseline"] and not any(values[k].compressed for k in CODEC_OPTIONS):
+        parser.error("--baseline compares against a compressed run: add --compress or a codec")
+    return argparse.Namespace(**values)
+
+
+def codecs_of(args: argparse.Namespace) -> Codecs:
+    return Codecs(args.tp_codec_fwd, args.tp_codec_bwd, args.pp_codec, args.dp_codec)

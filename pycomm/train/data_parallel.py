@@ -1,0 +1,102 @@
+"""Data parallelism: torch DDP on the DP group, gradients through pycomm's DDP hooks.
+
+A pipeline stage runs several micro-batch forwards before their backwards, so DDP must not
+reduce after the first backward. Every forward and backward runs under ``no_sync`` except the
+step's last backward, before which the reducer is armed by hand, as torch's own pipelining
+(``torch.distributed.pipelining.stage``) does: the gradients of all micro-batches have then
+accumulated, and the buckets go out while that backward still computes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Iterator
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+import pycomm
+from pycomm.distributed.hooks import CompressHookState, mpiucc_allreduce_hook, mpiucc_compress_hook
+from pycomm.train.meters import Meters
+
+
+class _TimedHookState:
+    """The hook's state, plus when DDP last handed a bucket over (to time the exposed wait)."""
+
+    def __init__(self, inner: CompressHookState, compress: bool) -> None:
+        self.inner, self.compress = inner, compress
+        self.last_bucket_at = 0.0
+
+
+def _timed_hook(state: _TimedHookState, bucket):  # noqa: ANN001, ANN202 (DDP checks annotations)
+    state.last_bucket_at = time.perf_counter()
+    hook = mpiucc_compress_hook if state.compress else mpiucc_allreduce_hook
+    return hook(state.inner, bucket)
+
+
+class DataParallel:
+    """A stage wrapped in DDP over the DP group (or left bare when the group has one rank)."""
+
+    def __init__(
+        self,
+        stage: nn.Module,
+        group: dist.ProcessGroup,
+        spec: pycomm.CodecSpec,
+        meters: Meters,
+        bucket_mb: float = 1.0,
+    ) -> None:
+        self.meters = meters
+        self.size = group.size()
+        self._state: _TimedHookState | None = None
+        if self.size == 1:
+            self.module: nn.Module = stage
+            return
+        self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
+        params = {k: v for k, v in dataclasses.asdict(spec).items() if k != "codec"}
+        inner = CompressHookState(spec.codec, error_feedback=True, process_group=group, **params)
+        self._state = _TimedHookState(inner, spec.compressed)
+        self.module.register_comm_hook(self._state, _timed_hook)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with self._no_sync():
+            return self.module(x)
+
+    def backward(self, output: torch.Tensor, grad: torch.Tensor | None, last: bool) -> None:
+        """Backward of one micro-batch; ``last`` reduces the accumulated gradients over DP."""
+        if self._state is None:
+            torch.autograd.backward(output, grad)
+            return
+        if not last:
+            with self._no_sync():
+                torch.autograd.backward(output, grad)
+            return
+        stats = self._state.inner.stats
+        before = (
+            stats.calls,
+            stats.raw_bytes,
+            stats.wire_bytes,
+            stats.compress_seconds,
+            stats.total_seconds,
+        )
+        self.module.reducer.prepare_for_backward([])  # type: ignore[union-attr, operator]
+        self._state.last_bucket_at = time.perf_counter()
+        torch.autograd.backward(output, grad)  # returns once every bucket is reduced
+        done = time.perf_counter()
+        meter = self.meters["dp"]
+        meter.comm_s += max(0.0, done - self._state.last_bucket_at)
+        meter.calls += stats.calls - before[0]
+        meter.raw_bytes += stats.raw_bytes - before[1]
+        meter.wire_bytes += stats.wire_bytes - before[2]
+        meter.background_s += stats.total_seconds - before[4]
+
+    @contextlib.contextmanager
+    def _no_sync(self) -> Iterator[None]:
+        if isinstance(self.module, DistributedDataParallel):
+            with self.module.no_sync():
+                yield
+        else:
+            yield

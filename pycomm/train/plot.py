@@ -1,0 +1,69 @@
+"""loss.png: training and validation loss of the runs, and where their step time went."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pycomm.train.loop import WARMUP_STEPS_UNTIMED
+
+PARTS = (
+    ("compute", "computation", "#4c72b0"),
+    ("codec", "compression", "#dd8452"),
+    ("comm_tp_fwd", "TP all_reduce fwd", "#c44e52"),
+    ("comm_tp_bwd", "TP all_reduce bwd", "#e17c7e"),
+    ("comm_pp", "PP send/recv", "#8172b3"),
+    ("comm_dp", "DP all_reduce", "#55a868"),
+    ("wait", "pipeline bubble", "#bbbbbb"),
+)
+STYLES = {"baseline": ("#555555", "uncompressed"), "compressed": ("#c44e52", "compressed")}
+
+
+def plot_runs(runs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_time) = plt.subplots(
+        1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]}
+    )
+    for run in runs:
+        color, label = STYLES.get(run["name"], ("#4c72b0", run["name"]))
+        loss = np.asarray(run["train_loss"])
+        steps = np.arange(1, loss.size + 1)
+        ax_loss.plot(steps, loss, color=color, alpha=0.25, lw=0.8)
+        ax_loss.plot(steps, _smooth(loss), color=color, lw=1.5, label=f"{label}, training")
+        if run["val"]:
+            vs, vl = zip(*[(v[0], v[1]) for v in run["val"]], strict=True)
+            ax_loss.plot(vs, vl, "o--", color=color, ms=4, label=f"{label}, validation")
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("loss (nats per byte)")
+    ax_loss.set_title("byte-level GPT on Python sources")
+    ax_loss.legend()
+    ax_loss.grid(alpha=0.3)
+
+    names = [STYLES.get(r["name"], (None, r["name"]))[1] for r in runs]
+    bottom = np.zeros(len(runs))
+    for key, label, color in PARTS:
+        ms = np.array(
+            [1e3 * np.mean(r["split"][key][WARMUP_STEPS_UNTIMED:] or [0.0]) for r in runs]
+        )
+        ax_time.bar(names, ms, bottom=bottom, color=color, label=label)
+        bottom += ms
+    ax_time.set_ylabel("ms per step (mean over ranks)")
+    ax_time.set_title("step time")
+    ax_time.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _smooth(x: np.ndarray, weight: float = 0.8) -> np.ndarray:
+    """Exponential moving average, debiased at the start."""
+    out, acc = np.empty_like(x, dtype=float), 0.0
+    for i, v in enumerate(x):
+        acc = weight * acc + (1 - weight) * v
+        out[i] = acc / (1 - weight ** (i + 1))
+    return out

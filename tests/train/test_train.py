@@ -1,0 +1,220 @@
+"""pycomm.train: options, layout, data, the single-rank model; the MPI checks in mpi/."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mpi_launch import MPIEXEC, run_mpi
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("mpi4py")
+
+import pycomm  # noqa: E402
+from pycomm.train import config, data  # noqa: E402
+from pycomm.train.groups import Layout, resolve_layout  # noqa: E402
+from pycomm.train.stage import stage_layers  # noqa: E402
+
+SCRIPTS = Path(__file__).parent / "mpi"
+TINY = [
+    "--layers",
+    "2",
+    "--width",
+    "32",
+    "--heads",
+    "4",
+    "--seq",
+    "16",
+    "--batch",
+    "8",
+    "--micro-batches",
+    "2",
+    "--steps",
+    "2",
+    "--eval-every",
+    "2",
+    "--val-batches",
+    "1",
+    "--data-limit-mb",
+    "0.5",
+]
+
+
+# -- options --
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("none", pycomm.CodecSpec()),
+        ("ebq:rel:1e-3", pycomm.CodecSpec("ebq", 1e-3, "rel")),
+        ("ebq:abs:0.5:level=dense", pycomm.CodecSpec("ebq", 0.5, "abs", level="dense")),
+    ],
+)
+def test_codec_strings_parse_and_print_back(text: str, want: pycomm.CodecSpec) -> None:
+    spec = config.parse_codec(text)
+    assert spec == want
+    assert config.parse_codec(config.format_codec(spec)) == spec
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("zstd", "unknown codec"),
+        ("ebq", "needs a mode and a bound"),
+        ("ebq:rel", "needs a mode and a bound"),
+        ("ebq:rel:x", "not a number"),
+        ("ebq:rel:-1", "error_bound > 0"),
+        ("ebq:sideways:1e-3", "mode must be"),
+        ("ebq:rel:1e-3:speed=9", "KEY=VALUE"),
+    ],
+)
+def test_bad_codec_strings_say_why(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        config.parse_codec(text)
+
+
+def test_cli_errors_are_clear(capsys: pytest.CaptureFixture) -> None:
+    for argv, says in (
+        (["--tp-codec-fwd", "ebq:rel"], "argument --tp-codec-fwd: invalid codec 'ebq:rel'"),
+        (["--width", "0"], "--width must be at least 1"),
+        (["--baseline"], "--baseline compares against a compressed run"),
+        (["--pp", "two"], "argument --pp: invalid int value"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            config.parse_args(argv)
+        assert exc.value.code == 2
+        assert says in capsys.readouterr().err
+
+
+def test_compress_fills_only_missing_codecs() -> None:
+    args = config.parse_args(["--compress", "--pp-codec", "none"])
+    assert not args.pp_codec.compressed
+    assert args.tp_codec_fwd == config.parse_codec(config.COMPRESS_PRESET["tp_codec_fwd"])
+    assert not config.parse_args([]).dp_codec.compressed
+
+
+def test_layout_product_is_checked() -> None:
+    assert resolve_layout(8, None, 2, 2) == Layout(2, 2, 2)
+    with pytest.raises(ValueError, match="= 8 ranks, but this job has 4"):
+        resolve_layout(4, 2, 2, 2)
+    with pytest.raises(ValueError, match="cannot be split"):
+        resolve_layout(6, None, 4, 1)
+
+
+@pytest.mark.parametrize("dp, tp, pp", [(2, 2, 2), (3, 1, 2), (1, 4, 1), (2, 3, 2)])
+def test_groups_partition_the_ranks(dp: int, tp: int, pp: int) -> None:
+    lay = Layout(dp, tp, pp)
+    for groups, size in ((lay.tp_groups(), tp), (lay.dp_groups(), dp), (lay.pp_groups(), pp)):
+        assert sorted(r for g in groups for r in g) == list(range(lay.world))
+        assert all(len(g) == size and g == sorted(g) for g in groups)
+    for r in range(lay.world):
+        assert lay.rank(*lay.coords(r)) == r
+    assert lay.tp_groups()[0] == list(range(tp))  # TP ranks are neighbours
+
+
+def test_stage_layers_cover_the_model() -> None:
+    for layers, stages in ((4, 2), (5, 3), (3, 3)):
+        got = [list(stage_layers(layers, stages, s)) for s in range(stages)]
+        assert sum(got, []) == list(range(layers))
+    with pytest.raises(ValueError, match="cannot fill"):
+        stage_layers(2, 3, 0)
+
+
+# -- data --
+
+
+def test_stdlib_corpus_is_deterministic_and_split() -> None:
+    a, b = data.stdlib_sources(300_000), data.stdlib_sources(300_000)
+    assert np.array_equal(a.train, b.train) and np.array_equal(a.validation, b.validation)
+    assert a.train.size > 100_000 and a.validation.size > 1_000
+    assert a.train.tobytes().find(a.validation[:200].tobytes()) < 0
+    x1, y1 = data.train_batch(a, 3, 4, 16, seed=0)
+    x2, _ = data.train_batch(a, 3, 4, 16, seed=0)
+    assert torch.equal(x1, x2) and torch.equal(x1[:, 1:], y1[:, :-1])
+
+
+def test_user_file_splits_by_position(tmp_path: Path) -> None:
+    path = tmp_path / "text.txt"
+    path.write_bytes(bytes(range(256)) * 40)
+    corpus = data.user_file(path, 1 << 20)
+    assert corpus.train.size + corpus.validation.size == 10240
+    assert corpus.validation.size == 1024
+
+
+# -- under mpiexec --
+
+
+@pytest.mark.parametrize("dp, tp, pp", [(1, 2, 2), (2, 2, 1), (2, 1, 2)])
+def test_parallel_training_equals_one_process(dp: int, tp: int, pp: int) -> None:
+    out = run_mpi(
+        SCRIPTS / "check_equivalence.py", dp * tp * pp, str(dp), str(tp), str(pp), timeout=120
+    )
+    assert "passed" in out
+
+
+def test_three_stage_pipeline_with_tight_codec_matches() -> None:
+    out = run_mpi(SCRIPTS / "check_equivalence.py", 3, "1", "1", "3", "ebq:abs:1e-6", timeout=120)
+    assert "passed" in out
+
+
+def test_tp_allreduce_functions_use_their_codecs() -> None:
+    assert "tp ops: passed" in run_mpi(SCRIPTS / "check_tp_ops.py", 2, timeout=90)
+
+
+def test_pipe_link_bound_bytes_and_bubble() -> None:
+    assert "pipe link: passed" in run_mpi(SCRIPTS / "check_pipe_link.py", 2, timeout=90)
+
+
+def test_short_compressed_run_stays_near_baseline(tmp_path: Path) -> None:
+    args = [
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--layers",
+        "2",
+        "--width",
+        "64",
+        "--heads",
+        "4",
+        "--seq",
+        "32",
+        "--batch",
+        "16",
+        "--steps",
+        "30",
+        "--eval-every",
+        "15",
+        "--val-batches",
+        "2",
+        "--data-limit-mb",
+        "2",
+    ]
+    out = run_mpi(
+        SCRIPTS / "check_compressed_run.py", 4, str(tmp_path / "run"), "0.02", *args, timeout=150
+    )
+    assert "passed" in out
+
+
+def test_wrong_rank_count_fails_clearly() -> None:
+    if not MPIEXEC.exists():
+        pytest.skip("no mpiexec")
+    cmd = [
+        str(MPIEXEC),
+        "-n",
+        "2",
+        sys.executable,
+        "-m",
+        "pycomm.train",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        *TINY,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("--dp 1 x --tp 2 x --pp 2") == 0
+    assert proc.stderr.count("cannot be split into --tp 2 x --pp 2") == 1, proc.stderr
