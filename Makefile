@@ -28,7 +28,7 @@ test-py: build
 	$(PY) -m pytest -q tests
 
 demo: build
-	$(PY) bench/codec_bench.py
+	$(VENV)/bin/mpiexec -n 4 $(PY) -m pycomm.train --preset demo --out runs/demo
 
 bench: build test-c
 	$(CBUILD)/mpiucc_bench
