@@ -110,14 +110,14 @@ def summary_rows(rate: str, metrics: dict, full_step_ms: float | None) -> list[l
         )
     cmp = metrics["comparison"]
     net = "-"
-    if rate != "full" and cost["baseline"]:
-        net = f"-{100 * (1 - cost['compressed'] / cost['baseline']):.0f}%"
+    if rate != "full" and cost["baseline"] and cost["baseline"] > 0:
+        net = f"{100 * (cost['compressed'] / cost['baseline'] - 1):+.0f}%"
     rows.append(
         [
             rate,
             "compressed vs baseline",
             "",
-            f"-{100 * cmp['comm_removed']:.0f}%",
+            f"{-100 * cmp['comm_removed']:+.0f}%",
             "",
             "",
             "",

@@ -48,6 +48,7 @@ class DataParallel:
         spec: pycomm.CodecSpec,
         meters: Meters,
         bucket_mb: float = 1.0,
+        error_feedback: bool = True,
     ) -> None:
         self.meters = meters
         self.size = group.size()
@@ -57,7 +58,9 @@ class DataParallel:
             return
         self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
         params = {k: v for k, v in dataclasses.asdict(spec).items() if k != "codec"}
-        inner = CompressHookState(spec.codec, error_feedback=True, process_group=group, **params)
+        inner = CompressHookState(
+            spec.codec, error_feedback=error_feedback, process_group=group, **params
+        )
         self._state = _TimedHookState(inner, spec.compressed)
         self.module.register_comm_hook(self._state, _timed_hook)
 

@@ -80,7 +80,9 @@ class Trainer:
         self.link = (
             PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 else None
         )
-        self.dp = DataParallel(self.stage, groups.dp, codecs.dp, self.meters, args.bucket_mb)
+        self.dp = DataParallel(
+            self.stage, groups.dp, codecs.dp, self.meters, args.bucket_mb, args.error_feedback
+        )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(
             self.stage.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0
