@@ -17,11 +17,14 @@ __version__ = "0.1.0"
 _COLLECTIVES = (
     "CodecSpec",
     "CommStats",
+    "CommTimeout",
     "Request",
     "SettingsMismatchError",
+    "abort_on_error",
     "allgather",
     "allreduce",
     "bcast",
+    "get_timeout",
     "iallgather",
     "iallreduce",
     "ibcast",
@@ -31,9 +34,12 @@ _COLLECTIVES = (
     "recv",
     "reduce_scatter",
     "send",
+    "set_timeout",
 )
 
-__all__ = [*_COLLECTIVES, "info"]
+_HOOKS = ("CompressHookState", "mpiucc_allreduce_hook", "mpiucc_compress_hook")
+
+__all__ = [*_COLLECTIVES, *_HOOKS, "info"]
 
 
 def __getattr__(name: str) -> Any:
@@ -43,6 +49,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module("pycomm.collectives"), name)
         globals()[name] = value
         return value
+    if name in _HOOKS:  # the DDP hooks import torch, so only when asked for
+        return getattr(importlib.import_module("pycomm.distributed.hooks"), name)
     raise AttributeError(f"module 'pycomm' has no attribute {name!r}")
 
 

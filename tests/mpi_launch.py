@@ -12,17 +12,24 @@ import pytest
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 
-def run_mpi(script: Path, ranks: int, *args: str, timeout: float = 180) -> str:
-    """Run a script on `ranks` MPI ranks; fail the test on a non-zero exit or a hang."""
+def launch_mpi(
+    script: Path, ranks: int, *args: str, timeout: float = 180, mpiexec_args: tuple = ()
+) -> subprocess.CompletedProcess:
+    """Run a script on `ranks` MPI ranks and return the finished process; fail on a hang."""
     if not MPIEXEC.exists():
         pytest.skip(f"no mpiexec beside {sys.executable}")
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    cmd = [str(MPIEXEC), "-n", str(ranks), sys.executable, str(script), *args]
+    cmd = [str(MPIEXEC), *mpiexec_args, "-n", str(ranks), sys.executable, str(script), *args]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as exc:
         why = f"hung (> {timeout} s)"
         pytest.fail(f"{script.name} on {ranks} ranks {why}\n{exc.stdout}\n{exc.stderr}")
+
+
+def run_mpi(script: Path, ranks: int, *args: str, timeout: float = 180) -> str:
+    """Run a script on `ranks` MPI ranks; fail the test on a non-zero exit or a hang."""
+    proc = launch_mpi(script, ranks, *args, timeout=timeout)
     if proc.returncode != 0:
         why = f"failed with exit code {proc.returncode}"
         pytest.fail(f"{script.name} on {ranks} ranks {why}\n{proc.stdout}\n{proc.stderr}")

@@ -10,15 +10,19 @@ from pycomm.collectives._p2p import irecv, isend, recv, send
 from pycomm.collectives._reduce_scatter import ireduce_scatter, reduce_scatter
 from pycomm.collectives._spec import CodecSpec
 from pycomm.collectives._stats import CommStats
+from pycomm.collectives._wait import CommTimeout, abort_on_error, get_timeout, set_timeout
 
 __all__ = [
     "CodecSpec",
     "CommStats",
+    "CommTimeout",
     "Request",
     "SettingsMismatchError",
+    "abort_on_error",
     "allgather",
     "allreduce",
     "bcast",
+    "get_timeout",
     "iallgather",
     "iallreduce",
     "ibcast",
@@ -28,4 +32,5 @@ __all__ = [
     "recv",
     "reduce_scatter",
     "send",
+    "set_timeout",
 ]

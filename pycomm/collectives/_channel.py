@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from pycomm.collectives._wait import check_usable, wait
+
 
 class SettingsMismatchError(RuntimeError):
     """Ranks called one collective with different codecs, parameters, dtypes or sizes."""
@@ -23,8 +25,9 @@ class Channel:
     """
 
     def __init__(self, comm: MPI.Comm) -> None:
-        self.comm = comm.Dup()
-        self.async_comm = comm.Dup()
+        self.comm, first = comm.Idup()
+        self.async_comm, second = comm.Idup()
+        wait(comm, [first, second], "the first pycomm call (duplicating the communicator)")
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="pycomm-comm")
 
 
@@ -51,8 +54,10 @@ class Private:
 
 
 def private_comm(comm: MPI.Comm | Private | None) -> MPI.Comm:
-    """pycomm's duplicate of a user communicator (or the wrapped one)."""
-    return comm.comm if isinstance(comm, Private) else channel(comm).comm
+    """pycomm's duplicate of a user communicator (or the wrapped one); raises if it is broken."""
+    own = comm.comm if isinstance(comm, Private) else channel(comm).comm
+    check_usable(own)
+    return own
 
 
 def agree(comm: MPI.Comm, signature: int, what: str, maxima: Sequence[float] = ()) -> np.ndarray:
@@ -62,7 +67,7 @@ def agree(comm: MPI.Comm, signature: int, what: str, maxima: Sequence[float] = (
     with garbage and none hangs.
     """
     v = np.array([signature, -signature, *maxima], dtype=np.float64)
-    comm.Allreduce(MPI.IN_PLACE, v, op=MPI.MAX)
+    wait(comm, comm.Iallreduce(MPI.IN_PLACE, v, op=MPI.MAX), f"settings check of {what}")
     if v[0] != -v[1]:
         raise SettingsMismatchError(
             f"ranks disagree on the settings of this collective ({what}); "

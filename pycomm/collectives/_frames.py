@@ -7,15 +7,17 @@ from collections.abc import Callable
 import numpy as np
 from mpi4py import MPI
 
+from pycomm.collectives._wait import probe, wait
+
 RING_TAG = 0x5C0
 
 
 def recv_frame(comm: MPI.Comm, source: int, tag: int) -> bytearray:
     """Receive one message of unknown size (matched probe, safe with threads)."""
     status = MPI.Status()
-    msg = comm.Mprobe(source=source, tag=tag, status=status)
+    msg = probe(comm, source, tag, status, f"receive from rank {source}")
     buf = bytearray(status.Get_count(MPI.BYTE))
-    msg.Recv([buf, MPI.BYTE])
+    wait(comm, msg.Irecv([buf, MPI.BYTE]), f"receive from rank {source}")
     return buf
 
 
@@ -34,7 +36,7 @@ def ring_reduce_scatter(
         send_idx, recv_idx = (rank - step) % size, (rank - step - 1) % size
         req = comm.Isend([frames[send_idx], MPI.BYTE], dest=right, tag=RING_TAG)
         received = recv_frame(comm, left, RING_TAG)
-        req.Wait()
+        wait(comm, req, f"ring step {step} (send to rank {right})")
         frames[recv_idx] = combine(received, recv_idx)
     return frames[(rank + 1) % size]
 
@@ -44,10 +46,12 @@ def allgather_frames(comm: MPI.Comm, frame: object) -> list[memoryview]:
     size = comm.Get_size()
     mine = memoryview(frame).cast("B")
     sizes = np.empty(size, dtype=np.int64)
-    comm.Allgather(np.array([mine.nbytes], dtype=np.int64), sizes)
+    mine_size = np.array([mine.nbytes], dtype=np.int64)
+    wait(comm, comm.Iallgather(mine_size, sizes), "allgather of frame sizes")
     displs = np.zeros(size, dtype=np.int64)
     np.cumsum(sizes[:-1], out=displs[1:])
     gathered = bytearray(int(sizes.sum()))
-    comm.Allgatherv([mine, MPI.BYTE], [gathered, (sizes, displs), MPI.BYTE])
+    req = comm.Iallgatherv([mine, MPI.BYTE], [gathered, (sizes, displs), MPI.BYTE])
+    wait(comm, req, "allgather of frames")
     view = memoryview(gathered)
     return [view[int(d) : int(d + n)] for d, n in zip(displs, sizes, strict=True)]

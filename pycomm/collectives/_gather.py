@@ -10,6 +10,7 @@ from pycomm.collectives._arrays import as_array
 from pycomm.collectives._channel import Private, Request, agree, channel, private_comm, submit
 from pycomm.collectives._frames import allgather_frames
 from pycomm.collectives._spec import CodecSpec, make_spec
+from pycomm.collectives._wait import wait
 
 
 def allgather(
@@ -35,7 +36,7 @@ def allgather(
         raise ValueError(f"out must hold {size}x{a.size} elements of {a.dtype}")
     res = res.reshape(size, a.size)
     if not spec.compressed:
-        comm.Allgather(a, res)
+        wait(comm, comm.Iallgather(a, res), "allgather")
         return res
     for row, frame in zip(res, allgather_frames(comm, _compress(a, spec)), strict=True):
         pycodecs.decompress(frame, out=row)
@@ -60,14 +61,14 @@ def bcast(
         raise ValueError(f"root {root} is not a rank of a communicator of {comm.Get_size()}")
     agree(comm, spec.signature("bcast", a.dtype.str, a.size, root), f"bcast {spec.codec}")
     if not spec.compressed:
-        comm.Bcast(a, root=root)
+        wait(comm, comm.Ibcast(a, root=root), "bcast")
         return a
     frame = _compress(a, spec) if comm.Get_rank() == root else None
     n = np.array([len(frame) if frame is not None else 0], dtype=np.int64)
-    comm.Bcast(n, root=root)
+    wait(comm, comm.Ibcast(n, root=root), "bcast of the frame size")
     if frame is None:
         frame = bytearray(int(n[0]))
-    comm.Bcast([frame, MPI.BYTE], root=root)
+    wait(comm, comm.Ibcast([frame, MPI.BYTE], root=root), "bcast")
     pycodecs.decompress(frame, out=a)
     return a
 

@@ -14,6 +14,7 @@ from pycomm.collectives._channel import Request, SettingsMismatchError
 from pycomm.collectives._frames import recv_frame
 from pycomm.collectives._spec import CodecSpec, make_spec
 from pycomm.collectives._stats import CommStats
+from pycomm.collectives._wait import check_usable, wait
 
 
 def send(
@@ -31,9 +32,9 @@ def send(
     ``stats`` (a CommStats) is added to: this rank's bytes, frame bytes and compression time.
     """
     t0 = time.perf_counter()
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = _usable(comm)
     frame = _frame(x, make_spec(codec, **params), stats)
-    comm.Send([frame, MPI.BYTE], dest=dest, tag=tag)
+    wait(comm, comm.Isend([frame, MPI.BYTE], dest=dest, tag=tag), f"send to rank {dest}")
     if stats is not None:
         stats.total_seconds += time.perf_counter() - t0
 
@@ -47,7 +48,7 @@ def recv(
     **params: object,
 ) -> np.ndarray:
     """Receive a frame from source and decode it into out (size, dtype and codec checked)."""
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = _usable(comm)
     spec = make_spec(codec, **params)
     return _decode_checked(recv_frame(comm, source, tag), as_array(out, writable=True), spec)
 
@@ -67,12 +68,12 @@ def isend(
     ``stats`` as for send, but its time is only this call's (the compression and the post).
     """
     t0 = time.perf_counter()
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = _usable(comm)
     frame = _frame(x, make_spec(codec, **params), stats)
     req = comm.Isend([frame, MPI.BYTE], dest=dest, tag=tag)
     if stats is not None:
         stats.total_seconds += time.perf_counter() - t0
-    return Request(_MPIWork(req, lambda: None, keep=frame))
+    return Request(_MPIWork(comm, req, f"send to rank {dest}", lambda: None, keep=frame))
 
 
 def irecv(
@@ -84,7 +85,7 @@ def irecv(
     **params: object,
 ) -> Request:
     """Non-blocking receive into out; wait() decodes and returns out's flat view."""
-    comm = MPI.COMM_WORLD if comm is None else comm
+    comm = _usable(comm)
     spec = make_spec(codec, **params)
     o = as_array(out, writable=True)
     kw = _codec_kwargs(spec)
@@ -96,7 +97,13 @@ def irecv(
         n = status.Get_count(MPI.BYTE)
         return _decode_checked(memoryview(buf)[:n], o, spec)
 
-    return Request(_MPIWork(req, finish, status=status))
+    return Request(_MPIWork(comm, req, f"receive from rank {source}", finish, status))
+
+
+def _usable(comm: MPI.Comm | None) -> MPI.Comm:
+    comm = MPI.COMM_WORLD if comm is None else comm
+    check_usable(comm)
+    return comm
 
 
 def _codec_kwargs(spec: CodecSpec) -> dict:
@@ -130,10 +137,15 @@ def _decode_checked(frame: Any, out: np.ndarray, spec: CodecSpec) -> np.ndarray:
 
 
 class _MPIWork:
-    """An MPI request seen as a future: result() waits (with a timeout) and finishes."""
+    """An MPI request seen as a future: result() waits and finishes.
 
-    def __init__(self, req: MPI.Request, finish, status: MPI.Status | None = None, keep=None):
-        self._req, self._finish, self._status, self._keep = req, finish, status, keep
+    Without a timeout, result() waits up to pycomm's timeout and then raises CommTimeout (the
+    communicator is broken); with one, it raises TimeoutError and the operation goes on.
+    """
+
+    def __init__(self, comm, req, what: str, finish, status=None, keep=None):
+        self._comm, self._req, self._what = comm, req, what
+        self._finish, self._status, self._keep = finish, status, keep
         self._done, self._result = False, None
 
     def done(self) -> bool:
@@ -142,15 +154,18 @@ class _MPIWork:
         return self._done
 
     def result(self, timeout: float | None = None) -> Any:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._done:
-            if deadline is None:
-                self._req.Wait(self._status)
-                self._complete()
-            elif not self.done():
+        if self._done:
+            return self._result
+        if timeout is None:
+            wait(self._comm, self._req, self._what, self._status)
+        else:
+            deadline = time.monotonic() + timeout
+            while not self.done():
                 if time.monotonic() > deadline:
-                    raise TimeoutError("the point-to-point operation did not complete in time")
+                    raise TimeoutError(f"{self._what} did not complete within {timeout:g} s")
                 time.sleep(1e-4)
+        if not self._done:
+            self._complete()
         return self._result
 
     def _complete(self) -> None:

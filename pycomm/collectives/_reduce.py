@@ -11,6 +11,7 @@ from pycomm.collectives._bound import rank_bound
 from pycomm.collectives._channel import agree
 from pycomm.collectives._frames import ring_reduce_scatter
 from pycomm.collectives._spec import CodecSpec
+from pycomm.collectives._wait import wait
 
 OPS = ("sum", "mean")
 
@@ -92,11 +93,12 @@ def plain_allreduce(a: np.ndarray, res: np.ndarray, comm: MPI.Comm, op: str, wid
         raise ValueError("out overlaps x without being x itself")
     if wide and a.dtype == np.float32:
         acc = a.astype(np.float64)
-        comm.Allreduce(MPI.IN_PLACE, acc, op=MPI.SUM)
+        wait(comm, comm.Iallreduce(MPI.IN_PLACE, acc, op=MPI.SUM), "allreduce")
         if op == "mean":
             acc /= size
         res[...] = acc
         return
-    comm.Allreduce(MPI.IN_PLACE if same_buffer(a, res) else a, res, op=MPI.SUM)
+    req = comm.Iallreduce(MPI.IN_PLACE if same_buffer(a, res) else a, res, op=MPI.SUM)
+    wait(comm, req, "allreduce")
     if op == "mean":
         np.divide(res, size, out=res)

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
-from pycomm.distributed import ops
+from pycomm.distributed import checks, ops
 from pycomm.distributed._buffers import (
     DIRECT_OPS,
     DIRECT_TYPES,
@@ -83,10 +83,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._engine.broken = "the group was aborted"
 
     # -- the engine --
-    def _run(self, start: Any, opts: Any, what: str, result: Any) -> dist.Work:
+    def _run(self, start: Any, opts: Any, what: str, result: Any, *args: Any) -> dist.Work:
+        """Run start() as the group's next collective; ``args`` are what ranks must agree on."""
         timeout = timeout_seconds(opts.timeout, self._timeout_s)
         deadline = _monotonic() + timeout
         engine = self._engine
+        if checks.ENABLED:
+            start = functools.partial(self._checked, start, deadline, what, args)
         if not opts.asyncOp:
             if engine.try_begin():
                 engine.run_inline(start, deadline, what)
@@ -102,6 +105,15 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         engine.submit(start, work, deadline, what)
         return work
 
+    def _checked(self, start: Any, deadline: float, what: str, args: tuple) -> Any:
+        self._agree(deadline, what, args)
+        return start()
+
+    def _agree(self, deadline: float, what: str, args: tuple) -> None:
+        v = checks.digest(what, *args)
+        self._engine.wait([checks.start_check(self._comm, v)], deadline, what)
+        checks.verify(v, what, self._engine.where)
+
     # -- reductions --
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         if opts is None:
@@ -109,7 +121,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         if not opts.asyncOp and len(tensors) == 1 and self._allreduce_inline(tensors[0], opts):
             return self._done
         start = functools.partial(ops.allreduce, self._comm, tensors, op_code(opts.reduceOp))
-        return self._run(start, opts, "allreduce", tensors)
+        return self._run(start, opts, "allreduce", tensors, tensors, op_code(opts.reduceOp))
 
     def _allreduce_inline(self, t: torch.Tensor, opts: Any) -> bool:
         """The fast path of a blocking all_reduce: one plain tensor of a type and op MPI reduces
@@ -122,6 +134,9 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         if mop is None or not self._try_begin():
             return False
         try:
+            if checks.ENABLED:
+                timeout = timeout_seconds(opts.timeout, self._timeout_s)
+                self._agree(_monotonic() + timeout, "allreduce", ([t], op_code(opts.reduceOp)))
             req = self._iallreduce(
                 _IN_PLACE, [_from_address(t.data_ptr(), t.nbytes), datatype], mop
             )
@@ -137,14 +152,18 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         start = functools.partial(
             ops.allreduce_coalesced, self._comm, tensors, op_code(opts.reduceOp)
         )
-        return self._run(start, opts, "allreduce_coalesced", tensors)
+        return self._run(
+            start, opts, "allreduce_coalesced", tensors, tensors, op_code(opts.reduceOp)
+        )
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceOptions()
         start = functools.partial(
             ops.reduce, self._comm, tensors, opts.rootRank, op_code(opts.reduceOp)
         )
-        return self._run(start, opts, "reduce", tensors)
+        return self._run(
+            start, opts, "reduce", tensors, tensors, opts.rootRank, op_code(opts.reduceOp)
+        )
 
     def reduce_scatter(
         self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
@@ -153,7 +172,9 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         start = functools.partial(
             ops.reduce_scatter, self._comm, outputs, inputs, op_code(opts.reduceOp)
         )
-        return self._run(start, opts, "reduce_scatter", outputs)
+        return self._run(
+            start, opts, "reduce_scatter", outputs, inputs, _dtypes(outputs), op_code(opts.reduceOp)
+        )
 
     def reduce_scatter_tensor_coalesced(
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
@@ -162,7 +183,9 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         start = functools.partial(
             ops.reduce_scatter_tensor, self._comm, outputs, inputs, op_code(opts.reduceOp)
         )
-        return self._run(start, opts, "reduce_scatter_tensor", outputs)
+        return self._run(
+            start, opts, "reduce_scatter_tensor", outputs, outputs, inputs, op_code(opts.reduceOp)
+        )
 
     def reduce_scatter_single(
         self, output: torch.Tensor, input: torch.Tensor, opts: Any = None
@@ -176,14 +199,14 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.BroadcastOptions()
         start = functools.partial(ops.broadcast, self._comm, tensors, opts.rootRank)
-        return self._run(start, opts, "broadcast", tensors)
+        return self._run(start, opts, "broadcast", tensors, tensors, opts.rootRank)
 
     def allgather(
         self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
         start = functools.partial(ops.allgather, self._comm, outputs, inputs)
-        return self._run(start, opts, "allgather", outputs)
+        return self._run(start, opts, "allgather", outputs, outputs, _dtypes(inputs))
 
     allgather_coalesced = allgather
 
@@ -192,7 +215,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
         start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
-        return self._run(start, opts, "all_gather_into_tensor", outputs)
+        return self._run(start, opts, "all_gather_into_tensor", outputs, outputs, inputs)
 
     def all_gather_single(
         self, output: torch.Tensor, input: torch.Tensor, opts: Any = None
@@ -207,21 +230,21 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.GatherOptions()
         start = functools.partial(ops.gather, self._comm, outputs, inputs, opts.rootRank)
-        return self._run(start, opts, "gather", outputs)
+        return self._run(start, opts, "gather", outputs, _dtypes(inputs), opts.rootRank)
 
     def scatter(
         self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ScatterOptions()
         start = functools.partial(ops.scatter, self._comm, outputs, inputs, opts.rootRank)
-        return self._run(start, opts, "scatter", outputs)
+        return self._run(start, opts, "scatter", outputs, _dtypes(outputs), opts.rootRank)
 
     def alltoall(
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllToAllOptions()
         start = functools.partial(ops.alltoall, self._comm, outputs, inputs)
-        return self._run(start, opts, "all_to_all", outputs)
+        return self._run(start, opts, "all_to_all", outputs, len(outputs))
 
     def all_to_all_single(
         self,
@@ -240,7 +263,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             list(output_split_sizes),
             list(input_split_sizes),
         )
-        return self._run(start, opts, "all_to_all_single", [output])
+        return self._run(start, opts, "all_to_all_single", [output], output.dtype)
 
     alltoall_base = all_to_all_single
 
@@ -267,6 +290,11 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         req = self._comm.Irecv(spec(buf), src, tag)
         finish = (lambda: t.copy_(buf)) if copy else None
         return P2PWork(req, finish, buf, tensors, what, self._timeout_s)
+
+
+def _dtypes(tensors: list[torch.Tensor]) -> list[torch.dtype]:
+    """What ranks of an uneven gather or scatter must agree on: dtypes, not sizes."""
+    return [t.dtype for t in tensors]
 
 
 # -- the creator and the communicators --

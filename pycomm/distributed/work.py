@@ -9,7 +9,6 @@ on the group's one communication thread (``async_op=True``, DDP), so they overla
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import deque
@@ -21,33 +20,11 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
+from pycomm.collectives._wait import CommTimeout, wait_requests
+
 # start() posts the MPI operations and returns (requests, finish or None, objects to keep alive).
 Started = tuple[list[MPI.Request], Callable[[], None] | None, Any]
 Start = Callable[[], Started]
-
-_SPINS = 16  # Test calls before the loop starts yielding the CPU (helps oversubscribed nodes)
-
-
-class CommTimeout(RuntimeError):
-    """A collective did not complete within its process group's timeout."""
-
-
-def wait_requests(reqs: list[MPI.Request], deadline: float, what: str) -> None:
-    """Drive MPI until every request completes; raise CommTimeout after `deadline`."""
-    if len(reqs) == 1:
-        test = reqs[0].Test
-    else:
-
-        def test() -> bool:
-            return MPI.Request.Testall(reqs)
-
-    spins = 0
-    while not test():
-        spins += 1
-        if spins >= _SPINS:
-            if time.monotonic() > deadline:
-                raise CommTimeout(what)
-            os.sched_yield()
 
 
 def timeout_seconds(timeout: timedelta | None, default: float) -> float:
@@ -166,7 +143,7 @@ class Engine:
     """
 
     def __init__(self, name: str, rank: int, size: int) -> None:
-        self._where = f"rank {rank} of {size} in group {name!r}"
+        self.where = f"rank {rank} of {size} in group {name!r}"
         self._name = name
         self._cv = threading.Condition(threading.Lock())
         self.queue: deque = deque()
@@ -199,7 +176,7 @@ class Engine:
 
     def execute(self, start: Start, deadline: float, what: str) -> None:
         if self.broken is not None:
-            raise RuntimeError(f"mpiucc: {what} refused on {self._where}: {self.broken}")
+            raise RuntimeError(f"mpiucc: {what} refused on {self.where}: {self.broken}")
         reqs, finish, keep = start()
         self.wait(reqs, deadline, what)
         if finish is not None:
@@ -217,7 +194,7 @@ class Engine:
         late = time.monotonic() - deadline
         return CommTimeout(
             f"mpiucc: {what} did not complete within the process group's timeout "
-            f"({self._where}, {late:.2f} s past the deadline): some rank did not join it. "
+            f"({self.where}, {late:.2f} s past the deadline): some rank did not join it. "
             "The group cannot be used any more."
         )
 

@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pycomm.train") ->
     import torch.distributed as dist
     from mpi4py import MPI
 
+    import pycomm
     import pycomm.distributed  # noqa: F401 (registers the mpiucc backend and mpi://)
 
     torch.set_num_threads(args.threads)
@@ -28,10 +29,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m pycomm.train") ->
             print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     dist.init_process_group("mpiucc", init_method="mpi://")
-    try:
-        return _train(args, layout, corpus, world)
-    finally:
-        dist.destroy_process_group()
+    with pycomm.abort_on_error(world):  # an error on one rank ends the job, never a hang
+        code = _train(args, layout, corpus, world)
+    dist.destroy_process_group()
+    return code
 
 
 def _check(args: argparse.Namespace, world: int):

@@ -27,7 +27,6 @@ from pycomm.train.meters import Meters
 
 POKE_INTERVAL_S = 2e-4
 POLL_INTERVAL_S = 5e-5
-TIMEOUT_S = 900.0
 
 
 class PendingRecv:
@@ -90,7 +89,7 @@ class PipeLink:
         """The received tensor; the wait is split into bubble, transfer and decoding."""
         meter = self.meters["pp"]
         t_start, t_wall = time.perf_counter(), time.time()
-        deadline = t_start + TIMEOUT_S
+        deadline = t_start + pycomm.get_timeout()
         while not pending.envelope.Test():
             _sleep_until(deadline, "a pipeline envelope")
         sent = float(pending.stamp[0])
@@ -114,7 +113,7 @@ class PipeLink:
         meter = self.meters["pp"]
         t0 = time.perf_counter()
         for req, env, _ in self._sends:
-            req.wait(TIMEOUT_S)
+            req.wait(pycomm.get_timeout())
             env.Wait()
         meter.comm_s += time.perf_counter() - t0
         self._track(-len(self._sends))
@@ -154,12 +153,14 @@ class _PlainRequest:
         return bool(self._req.Test())
 
     def wait(self, timeout: float | None = None) -> None:
-        deadline = time.perf_counter() + (TIMEOUT_S if timeout is None else timeout)
+        deadline = time.perf_counter() + (pycomm.get_timeout() if timeout is None else timeout)
         while not self._req.Test():
             _sleep_until(deadline, "a pipeline send")
 
 
 def _sleep_until(deadline: float, what: str) -> None:
     if time.perf_counter() > deadline:
-        raise TimeoutError(f"pipeline stage waited more than {TIMEOUT_S:.0f} s for {what}")
+        raise pycomm.CommTimeout(
+            f"pipeline stage waited more than {pycomm.get_timeout():g} s for {what}"
+        )
     time.sleep(POLL_INTERVAL_S)

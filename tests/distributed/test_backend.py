@@ -50,3 +50,8 @@ def test_ddp_matches_gloo(ranks: int) -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_tensors_staged_through_host() -> None:
     assert "cuda: passed" in run_mpi(SCRIPTS / "check_cuda.py", 2, timeout=120)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_mismatched_arguments_raise_on_every_rank(ranks: int) -> None:
+    assert "mismatch: passed" in run_mpi(SCRIPTS / "check_mismatch.py", ranks, timeout=90)
