@@ -22,6 +22,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 import pycomm.distributed  # noqa: F401  (registers mpiucc and mpi://)
+from pycomm.distributed import checks
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
@@ -131,10 +132,20 @@ def collective_times(sizes: list[int], budget_s: float, raw: bool) -> dict[int, 
         if raw:
             a = t.numpy()
             fns["mpi4py"] = lambda a=a: comm.Allreduce(MPI.IN_PLACE, a, MPI.SUM)
+            fns["unchecked"] = lambda t=t: _unchecked_all_reduce(t)
         out[nbytes] = per_call(fns, budget_s)
     if comm is not None:
         comm.Free()
     return out
+
+
+def _unchecked_all_reduce(t: torch.Tensor) -> None:
+    """mpiucc's all_reduce without its argument check (as under MPIUCC_CHECK=0)."""
+    checks.ENABLED = False
+    try:
+        dist.all_reduce(t)
+    finally:
+        checks.ENABLED = True
 
 
 def memcpy_gbps(nbytes: int) -> float:
@@ -191,16 +202,23 @@ def report(res: dict) -> None:
         print(f"  {name:30s} {v:9.3f}   {v / groups['gloo new_group' + ranks]:8.3f}x")
     lat = res["latency_us"]
     print("\nall_reduce float32, blocking: µs per call (slowest rank)")
-    head = ("bytes", "mpi4py", "mpiucc", "gloo", "mpiucc/mpi4py", "gloo/mpi4py")
-    print("  {:>8s} {:>9s} {:>9s} {:>9s} {:>14s} {:>12s}".format(*head))
+    print("  (mpiucc checks the ranks' arguments first; 'unchecked' is MPIUCC_CHECK=0)")
+    head = (
+        "bytes",
+        "mpi4py",
+        "mpiucc",
+        "unchecked",
+        "gloo",
+        "mpiucc/mpi4py",
+        "unchecked/",
+        "gloo/",
+    )
+    print("  {:>8s} {:>9s} {:>9s} {:>9s} {:>9s} {:>14s} {:>10s} {:>8s}".format(*head))
     for n in lat["mpiucc"]:
-        raw, ours, gl = (
-            lat["mpiucc"][n]["mpi4py"],
-            lat["mpiucc"][n]["torch"],
-            lat["gloo"][n]["torch"],
-        )
-        row = (n, raw * 1e6, ours * 1e6, gl * 1e6, ours / raw, gl / raw)
-        print("  {:8d} {:9.1f} {:9.1f} {:9.1f} {:14.2f} {:12.2f}".format(*row))
+        raw, ours, bare = (lat["mpiucc"][n][k] for k in ("mpi4py", "torch", "unchecked"))
+        gl = lat["gloo"][n]["torch"]
+        row = (n, raw * 1e6, ours * 1e6, bare * 1e6, gl * 1e6, ours / raw, bare / raw, gl / raw)
+        print("  {:8d} {:9.1f} {:9.1f} {:9.1f} {:9.1f} {:14.2f} {:10.2f} {:8.2f}".format(*row))
     bw = res["bandwidth"]
     print(f"\nall_reduce float32: GB/s (bytes/time; memcpy {res['memcpy_GBps']:.1f} GB/s)")
     print("  {:>10s} {:>8s} {:>8s} {:>8s}".format("bytes", "mpi4py", "mpiucc", "gloo"))

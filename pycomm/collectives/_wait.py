@@ -16,13 +16,18 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from mpi4py import MPI
 
 #: Seconds a wait may go without completing; ``MPIUCC_TIMEOUT`` sets it at import.
 DEFAULT_TIMEOUT_S = 1800.0
-_SPINS = 16  # Test calls before the loop starts yielding the CPU (helps oversubscribed nodes)
+# A wait first spins on Test (small operations finish in microseconds), then yields the CPU,
+# then naps with a growing pause: a long transfer must not take cores from the computation it
+# overlaps (MPI makes progress inside Test; the kernel's socket buffers cover a nap).
+_SPINS = 16
+_YIELDS = 256
+_FIRST_NAP_S, _LAST_NAP_S = 20e-6, 1e-3
 
 
 class CommTimeout(RuntimeError, TimeoutError):
@@ -74,13 +79,25 @@ def wait_requests(
         def test() -> bool:
             return MPI.Request.Testall(reqs)
 
-    spins = 0
+    if not poll(test, deadline):
+        raise CommTimeout(what)
+
+
+def poll(test: Callable[[], object], deadline: float) -> bool:
+    """Call test() until it returns true (then True) or the deadline passes (then False)."""
+    spins, nap = 0, _FIRST_NAP_S
     while not test():
         spins += 1
-        if spins >= _SPINS:
-            if time.monotonic() > deadline:
-                raise CommTimeout(what)
+        if spins < _SPINS:
+            continue
+        if time.monotonic() > deadline:
+            return False
+        if spins < _YIELDS:
             os.sched_yield()
+        else:
+            time.sleep(nap)
+            nap = min(2 * nap, _LAST_NAP_S)
+    return True
 
 
 def wait(
@@ -98,14 +115,15 @@ def wait(
 
 def probe(comm: MPI.Comm, source: int, tag: int, status: MPI.Status, what: str) -> MPI.Message:
     """A matched probe (``Mprobe``) that gives up at the timeout like ``wait``."""
-    deadline, spins = _deadline(), 0
-    while (msg := comm.Improbe(source=source, tag=tag, status=status)) is None:
-        spins += 1
-        if spins >= _SPINS:
-            if time.monotonic() > deadline:
-                raise _timed_out(comm, what)
-            os.sched_yield()
-    return msg
+    found: list[MPI.Message] = []
+
+    def test() -> bool:
+        msg = comm.Improbe(source=source, tag=tag, status=status)
+        return msg is not None and not found.append(msg)
+
+    if not poll(test, _deadline()):
+        raise _timed_out(comm, what)
+    return found[0]
 
 
 def check_usable(comm: MPI.Comm) -> None:

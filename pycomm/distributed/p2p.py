@@ -7,7 +7,6 @@ request on the waiting thread; a future, when asked for, is completed by a small
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
+from pycomm.collectives._wait import CommTimeout, poll
 from pycomm.distributed.work import timeout_seconds
 
 
@@ -64,16 +64,8 @@ class P2PWork(dist.Work):
         with self._lock:
             if self._done:
                 return True
-            deadline = time.monotonic() + secs
-            spins = 0
-            while not self._req.Test(self._status):
-                spins += 1
-                if spins >= 16:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"mpiucc: {self._what} did not complete within {secs:g} s"
-                        )
-                    os.sched_yield()
+            if not poll(lambda: self._req.Test(self._status), time.monotonic() + secs):
+                raise CommTimeout(f"mpiucc: {self._what} did not complete within {secs:g} s")
             self._complete()
         return True
 
