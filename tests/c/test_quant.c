@@ -250,6 +250,26 @@ static void test_decode_saturates(void) {
     for (int i = 0; i < 8; i++) CHECKF(y[i] == x[i], "qsgd of bf16 %04x -> %04x", x[i], y[i]);
 }
 
+/* Blocks whose largest |v| is about FLT_MAX decode to finite values (found by
+ * fuzz_roundtrip_quant: int8 scale FLT_MAX/127 rounded up, times 127, was Inf). */
+static void test_huge_blocks_finite(void) {
+    const uint32_t codecs[] = {MPIUCC_CODEC_INT8, MPIUCC_CODEC_INT4, MPIUCC_CODEC_QSGD};
+    float x[16], y[16];
+    uint8_t buf[512];
+    size_t size;
+    for (int ci = 0; ci < 3; ci++)
+        for (uint32_t s = 1; s <= (codecs[ci] == MPIUCC_CODEC_QSGD ? 127u : 1u); s++) {
+            mpiucc_params p = q_params(codecs[ci], MPIUCC_DTYPE_F32);
+            p.block_size = 8;
+            if (codecs[ci] == MPIUCC_CODEC_QSGD) p.levels = s;
+            for (int i = 0; i < 16; i++) x[i] = i < 8 ? (i % 2 ? -FLT_MAX : FLT_MAX) : (i == 8 ? FLT_MAX : 1.0f);
+            CHECK(mpiucc_compress(&p, x, 16, buf, sizeof buf, &size) == MPIUCC_OK);
+            CHECK(mpiucc_decompress(buf, size, y, sizeof y, NULL) == MPIUCC_OK);
+            for (int i = 0; i < 16; i++)
+                CHECKF(isfinite(y[i]), "%s s %u: %a -> %a", q_codec_name(codecs[ci]), s, x[i], y[i]);
+        }
+}
+
 static void test_nonfinite_blocks(void) {
     /* int8, int4, sign, qsgd: a block with NaN or Inf decodes to NaN, other blocks are intact */
     const uint32_t codecs[] = {MPIUCC_CODEC_INT8, MPIUCC_CODEC_INT4, MPIUCC_CODEC_SIGN, MPIUCC_CODEC_QSGD};
@@ -530,6 +550,7 @@ int main(void) {
         test_roundtrip(MPIUCC_CODEC_INT8, MPIUCC_DTYPE_F32, 3 * 65536 + 5, 65536);
         test_half_policies();
         test_decode_saturates();
+        test_huge_blocks_finite();
         test_nonfinite_blocks();
     }
     mpiucc_set_simd_level(MPIUCC_SIMD_AVX2);

@@ -71,13 +71,17 @@ static void check_ef(const mpiucc_params *p, const void *x, size_t n, int f64, s
             *y = (uint8_t *)malloc(n * es + 1), *fv = (uint8_t *)malloc(cap),
             *fg = (uint8_t *)malloc(cap), *fa = (uint8_t *)malloc(cap);
     FZ_ASSERT(r0 && rg && ra && v && y && fv && fg && fa);
-    for (size_t i = 0; i < n; i++) { /* the residual: the data reversed and scaled down */
+    /* The residual: the data reversed and scaled down, never NaN (which NaN x + r gives when
+     * both are NaN is up to the compiler's operand order, not the codec's). */
+    for (size_t i = 0; i < n; i++) {
         if (f64) {
             double r = ((const double *)x)[n - 1 - i] * 0x1p-12;
+            r = isnan(r) ? 0.5 : r;
             ((double *)r0)[i] = r;
             ((double *)v)[i] = ((const double *)x)[i] + r;
         } else {
             float r = ((const float *)x)[n - 1 - i] * 0x1p-12f;
+            r = isnan(r) ? 0.5f : r;
             ((float *)r0)[i] = r;
             ((float *)v)[i] = ((const float *)x)[i] + r;
         }
