@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 CBUILD ?= build/c
 ASAN_BUILD ?= build/asan
 FUZZ_BUILD ?= build/fuzz
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 8
 FUZZ_SCRATCH ?= $(or $(TMPDIR),/tmp)/mpiucc-fuzz
 NINJA := -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja
 CMAKE_FLAGS ?=
