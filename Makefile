@@ -2,12 +2,17 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CBUILD ?= build/c
+ASAN_BUILD ?= build/asan
+FUZZ_BUILD ?= build/fuzz
+FUZZ_SECONDS ?= 8
+FUZZ_SCRATCH ?= $(or $(TMPDIR),/tmp)/mpiucc-fuzz
+NINJA := -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja
 CMAKE_FLAGS ?=
 ifeq ($(CI),true)
   CMAKE_FLAGS += -DMPIUCC_WERROR=ON
 endif
 
-.PHONY: demo test test-c test-py build bench lint clean
+.PHONY: demo test test-c test-sanitize fuzz-short test-py build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -17,12 +22,33 @@ $(VENV)/.deps: requirements-dev.txt
 build: $(VENV)/.deps
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
-test: test-c test-py
+test: test-c test-sanitize fuzz-short test-py
 
 test-c: $(VENV)/.deps
-	$(VENV)/bin/cmake -S . -B $(CBUILD) -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja $(CMAKE_FLAGS)
+	$(VENV)/bin/cmake -S . -B $(CBUILD) $(NINJA) $(CMAKE_FLAGS)
 	$(VENV)/bin/cmake --build $(CBUILD)
 	$(VENV)/bin/ctest --test-dir $(CBUILD) --output-on-failure
+
+# The C tests and the fuzz corpus replays under ASan + UBSan (any compiler that has them).
+test-sanitize: $(VENV)/.deps
+	@echo 'int main(void){return 0;}' | $(or $(CC),cc) -fsanitize=address,undefined -x c - -o /dev/null \
+	  || { echo "test-sanitize: the C compiler lacks ASan/UBSan (libasan, libubsan)"; exit 1; }
+	$(VENV)/bin/cmake -S . -B $(ASAN_BUILD) $(NINJA) -DMPIUCC_SANITIZE=ON -DMPIUCC_BUILD_FUZZ=ON \
+	  -DMPIUCC_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	$(VENV)/bin/cmake --build $(ASAN_BUILD)
+	$(VENV)/bin/ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2
+
+# Each libFuzzer target for FUZZ_SECONDS from its seed corpus (clang only); new inputs and
+# crashes go to FUZZ_SCRATCH, never into the repository.
+fuzz-short: $(VENV)/.deps
+	@if ! command -v clang >/dev/null; then \
+	  echo "fuzz-short: SKIPPED, clang not found (the corpus replay ran in test-sanitize)"; \
+	else \
+	  CC=clang $(VENV)/bin/cmake -S . -B $(FUZZ_BUILD) $(NINJA) -DMPIUCC_BUILD_FUZZ=ON \
+	    -DMPIUCC_BUILD_TESTS=OFF -DMPIUCC_BUILD_BENCH=OFF $(CMAKE_FLAGS) && \
+	  $(VENV)/bin/cmake --build $(FUZZ_BUILD) --target mpiucc_fuzzers && \
+	  rm -rf $(FUZZ_SCRATCH) && tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_SCRATCH); \
+	fi
 
 test-py: build
 	$(PY) -m pytest -q tests

@@ -61,6 +61,14 @@ static inline size_t q_bound(uint64_t s) {
 #define Q_TINY_BITS 0x1f800000u /* 2^-64 */
 #define Q_TINY_PRE 18446744073709551616.0f /* 2^64 */
 
+/* a / levels, one ulp lower when levels times it would overflow (a within an ulp or so of
+ * FLT_MAX): the decoder's code * scale must stay finite for every code. */
+static inline float q_absmax_div(float a, float levels) {
+    float s = a / levels;
+    if (s * levels > FLT_MAX) s = q_float(q_bits(s) - 1);
+    return s;
+}
+
 /* Scale of an absmax block (int8: levels 127, int4: 7) from the largest |v| as bits. A block
  * holding NaN or +-Inf gets a NaN scale and zero codes, so it decodes to NaN. A value's code
  * is (v * pre) * inv rounded: pre is 1, or 2^64 for a tiny block (see Q_TINY_BITS). */
@@ -73,7 +81,7 @@ static inline void q_absmax_scale(uint32_t amax_bits, float levels, float *scale
         return;
     }
     float a = q_float(amax_bits);
-    *scale = a / levels;
+    *scale = q_absmax_div(a, levels);
     *inv = a > 0.0f ? levels / (a * *pre) : 0.0f;
 }
 
@@ -169,7 +177,9 @@ Q_INLINE void q_store_res(mpiucc_dtype t, const void *src, void *res, size_t i, 
     }
 }
 
-/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). */
+/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). A finite y
+ * beyond the f16 or bf16 range (bf16 65504 rounds up to 65536; a qsgd level can exceed the
+ * block's largest value) saturates, so that a finite input never decodes to Inf. */
 Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add) {
     switch (t) {
     case MPIUCC_DTYPE_F32:
@@ -180,12 +190,12 @@ Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add)
         break;
     case MPIUCC_DTYPE_F16: {
         uint16_t *d = (uint16_t *)dst;
-        d[i] = mpiucc_f32_to_f16(add ? q_f16_to_f32(d[i]) + y : y);
+        d[i] = add ? mpiucc_f32_to_f16(q_f16_to_f32(d[i]) + y) : q_f32_to_f16_sat(y);
         break;
     }
     default: {
         uint16_t *d = (uint16_t *)dst;
-        d[i] = mpiucc_f32_to_bf16(add ? mpiucc_bf16_to_f32(d[i]) + y : y);
+        d[i] = add ? mpiucc_f32_to_bf16(mpiucc_bf16_to_f32(d[i]) + y) : q_f32_to_bf16_sat(y);
         break;
     }
     }
@@ -239,6 +249,8 @@ static inline q_qsgd_block q_qsgd_scales(double sumsq, uint32_t levels) {
     if (sumsq < INFINITY) {
         double r = sqrt(sumsq);
         b.norm = r <= FLT_MAX ? (float)r : FLT_MAX;
+        /* the decoder's s * (norm / s) must stay finite: lower a norm of about FLT_MAX */
+        while (b.norm / s * s > FLT_MAX) b.norm = q_float(q_bits(b.norm) - 1);
     } else {
         b.norm = q_float(Q_NAN_BITS);
     }

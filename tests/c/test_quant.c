@@ -224,6 +224,52 @@ static void test_half_policies(void) {
     CHECK(by[0] == 3.38953139e38f && by[1] == -3.38953139e38f && isnan(by[2]) && by[3] == 1.0f);
 }
 
+/* Decoding into f16 or bf16 saturates finite values (found by fuzz_roundtrip_quant): f16 65504
+ * through bf16 rounds to 65536, and a qsgd level with s = 1 decodes to the block's norm. */
+static void test_decode_saturates(void) {
+    uint16_t x[8], y[8];
+    for (int i = 0; i < 8; i++) x[i] = i % 2 ? 0xfbff : 0x7bff; /* -+65504 in f16 */
+    uint8_t buf[256];
+    size_t size;
+    mpiucc_params p = q_params(MPIUCC_CODEC_BF16, MPIUCC_DTYPE_F16);
+    CHECK(mpiucc_compress(&p, x, 8, buf, sizeof buf, &size) == MPIUCC_OK);
+    CHECK(mpiucc_decompress(buf, size, y, sizeof y, NULL) == MPIUCC_OK);
+    for (int i = 0; i < 8; i++) CHECKF(y[i] == x[i], "bf16 of f16 %04x -> %04x", x[i], y[i]);
+    /* qsgd, s = 1: two largest values, the norm is sqrt(2) times them; the others are 0 */
+    for (int i = 2; i < 8; i++) x[i] = 0;
+    p = q_params(MPIUCC_CODEC_QSGD, MPIUCC_DTYPE_F16);
+    p.levels = 1;
+    p.block_size = 8;
+    CHECK(mpiucc_compress(&p, x, 8, buf, sizeof buf, &size) == MPIUCC_OK);
+    CHECK(mpiucc_decompress(buf, size, y, sizeof y, NULL) == MPIUCC_OK);
+    for (int i = 0; i < 8; i++) CHECKF(y[i] == x[i], "qsgd of f16 %04x -> %04x", x[i], y[i]);
+    x[0] = 0x7f7f, x[1] = 0xff7f; /* -+bf16 max */
+    p.dtype = MPIUCC_DTYPE_BF16;
+    CHECK(mpiucc_compress(&p, x, 8, buf, sizeof buf, &size) == MPIUCC_OK);
+    CHECK(mpiucc_decompress(buf, size, y, sizeof y, NULL) == MPIUCC_OK);
+    for (int i = 0; i < 8; i++) CHECKF(y[i] == x[i], "qsgd of bf16 %04x -> %04x", x[i], y[i]);
+}
+
+/* Blocks whose largest |v| is about FLT_MAX decode to finite values (found by
+ * fuzz_roundtrip_quant: int8 scale FLT_MAX/127 rounded up, times 127, was Inf). */
+static void test_huge_blocks_finite(void) {
+    const uint32_t codecs[] = {MPIUCC_CODEC_INT8, MPIUCC_CODEC_INT4, MPIUCC_CODEC_QSGD};
+    float x[16], y[16];
+    uint8_t buf[512];
+    size_t size;
+    for (int ci = 0; ci < 3; ci++)
+        for (uint32_t s = 1; s <= (codecs[ci] == MPIUCC_CODEC_QSGD ? 127u : 1u); s++) {
+            mpiucc_params p = q_params(codecs[ci], MPIUCC_DTYPE_F32);
+            p.block_size = 8;
+            if (codecs[ci] == MPIUCC_CODEC_QSGD) p.levels = s;
+            for (int i = 0; i < 16; i++) x[i] = i < 8 ? (i % 2 ? -FLT_MAX : FLT_MAX) : (i == 8 ? FLT_MAX : 1.0f);
+            CHECK(mpiucc_compress(&p, x, 16, buf, sizeof buf, &size) == MPIUCC_OK);
+            CHECK(mpiucc_decompress(buf, size, y, sizeof y, NULL) == MPIUCC_OK);
+            for (int i = 0; i < 16; i++)
+                CHECKF(isfinite(y[i]), "%s s %u: %a -> %a", q_codec_name(codecs[ci]), s, x[i], y[i]);
+        }
+}
+
 static void test_nonfinite_blocks(void) {
     /* int8, int4, sign, qsgd: a block with NaN or Inf decodes to NaN, other blocks are intact */
     const uint32_t codecs[] = {MPIUCC_CODEC_INT8, MPIUCC_CODEC_INT4, MPIUCC_CODEC_SIGN, MPIUCC_CODEC_QSGD};
@@ -503,6 +549,8 @@ int main(void) {
                 for (int d = -1; d <= 1; d++) test_roundtrip(q_codecs[ci], MPIUCC_DTYPE_F32, blocks[bi] + d, blocks[bi]);
         test_roundtrip(MPIUCC_CODEC_INT8, MPIUCC_DTYPE_F32, 3 * 65536 + 5, 65536);
         test_half_policies();
+        test_decode_saturates();
+        test_huge_blocks_finite();
         test_nonfinite_blocks();
     }
     mpiucc_set_simd_level(MPIUCC_SIMD_AVX2);

@@ -1,0 +1,10 @@
+/* Fuzz target: arbitrary bytes decoded as fp16 frames.
+ * The input is tried as it is and with its codec forced and checksums fixed. */
+#include "fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fz_decode_both(data, size, MPIUCC_CODEC_FP16, -1);
+    return 0;
+}

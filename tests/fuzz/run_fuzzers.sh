@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run every libFuzzer target of a build for a bounded time each and print one line per target
+# (seconds, execs, cov, ft). Seeds come from tests/fuzz/corpus/<target>/ (read only); new
+# inputs and crash artifacts go to a scratch directory, never into the repository.
+#   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS_PER_TARGET [SCRATCH_DIR] [TARGET...]
+set -uo pipefail
+build=$1 secs=$2 scratch=${3:-$(mktemp -d /tmp/mpiucc-fuzz.XXXXXX)}
+shift $(($# < 3 ? $# : 3))
+corpus=$(cd "$(dirname "$0")" && pwd)/corpus
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    for d in "$corpus"/fuzz_*; do targets+=("$(basename "$d")"); done
+fi
+mkdir -p "$scratch"
+echo "fuzzing ${#targets[@]} targets for ${secs}s each; new inputs and artifacts in $scratch"
+failed=0
+for t in "${targets[@]}"; do
+    mkdir -p "$scratch/$t"
+    log="$scratch/$t.log"
+    "$build/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$scratch/$t-" "$scratch/$t" "$corpus/$t" >"$log" 2>&1
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+    cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+    ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+    status=ok
+    if [ $rc -ne 0 ]; then
+        status="CRASH (rc $rc, see $log)"
+        failed=1
+        grep -E 'ERROR|contract violated|SUMMARY' "$log" | head -5
+    fi
+    printf '%-24s %5ss  execs %10s  cov %5s  ft %6s  %s\n' "$t" "$secs" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$status"
+done
+exit $failed
