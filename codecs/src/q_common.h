@@ -64,7 +64,7 @@ static inline size_t q_bound(uint64_t s) {
 
 /* A step that decodes finitely: levels * step rounded to f32 must stay finite (so must every
  * smaller code's product). Near FLT_MAX, a / levels can round up far enough that it does
- * not; the step is then lowered by one ulp at a time (at most twice). */
+ * not; the step is then lowered by one ulp (once suffices for levels 1..127). */
 static inline float q_finite_step(float step, float levels) {
     while (levels * step > FLT_MAX) step = q_float(q_bits(step) - 1);
     return step;
