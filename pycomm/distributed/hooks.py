@@ -6,6 +6,18 @@
 The hook hands each gradient bucket to ``pycomm.iallreduce`` (op="mean"), which runs on the
 communicator's communication thread, so backward computation goes on meanwhile; the future
 completes there, with the averaged gradients written in place into the bucket.
+
+NaN and ±Inf in a gradient reach every rank's bucket (codecs/FORMAT.md, "Non-finite values");
+a bucket whose averaged result holds one adds 1 to ``state.stats.nonfinite`` on every rank, so
+that a training loop can skip the step as ``torch.amp.GradScaler`` does:
+
+    before = state.stats.nonfinite
+    loss.backward()
+    if state.stats.nonfinite == before:
+        opt.step()
+
+and that bucket's error-feedback residual is reset to 0, so that nothing of the skipped step
+is carried into the next one.
 """
 
 import numpy as np
@@ -136,6 +148,10 @@ def _allreduce_bucket(
     def finish(req: pycomm.Request) -> None:
         try:
             req.wait()
+            if not _all_finite(x):
+                state.stats.nonfinite += 1
+                if residual is not None:
+                    residual.fill(0)
             if flat is not buf:
                 buf.copy_(flat)
             fut.set_result(buf)
@@ -149,3 +165,8 @@ def _allreduce_bucket(
     if bucket.is_last():
         state.iteration += 1
     return fut
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    """Whether x holds neither NaN nor ±Inf (min and max propagate NaN; no temporary)."""
+    return x.size == 0 or bool(np.isfinite(x.min()) and np.isfinite(x.max()))
