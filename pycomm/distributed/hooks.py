@@ -28,6 +28,11 @@ from mpi4py import MPI
 import pycomm
 
 WIDE = (torch.float32, torch.float64)
+#: Pipeline segment of the bucket's allreduce (elements; allreduce's default is 2^21). ebq
+#: reserves its output buffer for the worst case, about 2x the input, before trimming it to
+#: the frame; smaller segments keep that reserve (and every per-segment copy) to a fraction of
+#: a large bucket (bench/hook_memory.py has the figures).
+SEGMENT_COUNT = 1 << 19
 
 
 class CompressHookState:
@@ -159,7 +164,14 @@ def _allreduce_bucket(
             fut.set_exception(exc)
 
     req = pycomm.iallreduce(
-        x, state.communicator(), spec, out=x, op="mean", residual=residual, stats=state.stats
+        x,
+        state.communicator(),
+        spec,
+        out=x,
+        op="mean",
+        residual=residual,
+        stats=state.stats,
+        segment=SEGMENT_COUNT,
     )
     req.add_done_callback(finish)
     if bucket.is_last():
