@@ -93,7 +93,10 @@ typedef enum {
 
 /* Frame flags (header byte 7). Bits not named here are reserved and must be zero. */
 #define MPIUCC_FLAG_PAYLOAD_CHECKSUM 0x01u /* the header carries a CRC-32C of the payload */
-#define MPIUCC_FLAGS_KNOWN_ 0x01u
+/* Set by the encoder, never by the caller: the frame decodes to values of which at least one
+ * is NaN or +-Inf, because its input held one (codecs/FORMAT.md, "Non-finite values"). */
+#define MPIUCC_FLAG_NONFINITE 0x02u
+#define MPIUCC_FLAGS_KNOWN_ 0x03u
 
 /* What to compress and how. Start from MPIUCC_PARAMS_INIT; reserved fields must stay zero. */
 typedef struct {
@@ -107,7 +110,7 @@ typedef struct {
     uint32_t levels;      /* qsgd: quantization levels s (1..127); topk: k per block */
     uint32_t rounding;    /* quantizers: mpiucc_rounding */
     uint64_t seed;        /* stochastic rounding: seed of the counter-based generator */
-    uint32_t flags;       /* MPIUCC_FLAG_* to set in the frame */
+    uint32_t flags;       /* MPIUCC_FLAG_PAYLOAD_CHECKSUM or 0 */
     uint32_t reserved[7]; /* must be zero */
 } mpiucc_params;
 

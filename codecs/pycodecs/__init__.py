@@ -4,7 +4,7 @@ Imports numpy only; torch tensors are accepted without importing torch, and the 
 classes live in pycodecs.numcodecs_codecs.
 """
 
-from pycodecs._ext import CodecError
+from pycodecs._ext import FLAG_NONFINITE, FLAG_PAYLOAD_CHECKSUM, CodecError
 from pycodecs._params import CODECS, DTYPES, Header
 from pycodecs.api import (
     compress,
@@ -25,6 +25,8 @@ __version__ = "0.1.0"
 __all__ = [
     "CODECS",
     "DTYPES",
+    "FLAG_NONFINITE",
+    "FLAG_PAYLOAD_CHECKSUM",
     "CodecError",
     "Header",
     "compress",

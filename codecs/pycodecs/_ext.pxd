@@ -5,6 +5,8 @@ from libc.stdint cimport int32_t, uint32_t, uint64_t
 cdef extern from "mpiucc.h" nogil:
     int MPIUCC_HEADER_SIZE
     int MPIUCC_FORMAT_VERSION
+    unsigned int MPIUCC_FLAG_PAYLOAD_CHECKSUM
+    unsigned int MPIUCC_FLAG_NONFINITE
 
     ctypedef enum mpiucc_status:
         MPIUCC_OK

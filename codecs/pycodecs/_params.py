@@ -130,6 +130,11 @@ class Header:
     aux: int  # codec-specific
     frame_size: int
 
+    @property
+    def nonfinite(self) -> bool:
+        """Whether the frame decodes to at least one NaN or +-Inf (flag set by the encoder)."""
+        return bool(self.flags & _ext.FLAG_NONFINITE)
+
     @classmethod
     def from_c(cls, t: tuple) -> Header:
         version, codec, dtype, flags, count, bound, param, payload_size, block, aux, _ = t

@@ -10,6 +10,15 @@
 void ebq_sink_push(ebq_sink *s, uint64_t pos, const void *value) {
     uint64_t gap = pos - s->next;
     s->next = pos + 1;
+    if (s->es == 4) {
+        float v;
+        memcpy(&v, value, 4);
+        s->nonfinite |= !isfinite(v);
+    } else {
+        double v;
+        memcpy(&v, value, 8);
+        s->nonfinite |= !isfinite(v);
+    }
     if (s->pos) { /* list mode */
         if (s->count < s->pos_cap) s->pos[s->count] = pos;
         s->count++;
@@ -258,6 +267,7 @@ static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *r
         }
         if (w.sink.full) break;
     }
+    if (w.sink.nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
     return ebq_writer_finish(&w, size);
 }
 

@@ -43,6 +43,7 @@ typedef struct {
     uint64_t count;       /* outliers pushed */
     uint64_t next;        /* position after the last outlier pushed */
     int full;             /* staging ran into floor */
+    int nonfinite;        /* some value pushed is NaN or +-Inf */
 } ebq_sink;
 
 /* Record an outlier at position pos (ascending) with its raw value bits. */

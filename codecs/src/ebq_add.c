@@ -158,17 +158,19 @@ mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t
         st = ebq_writer_init(&w, (ha.aux & 0xff) == MPIUCC_LEVEL_DENSE, ha.count, es,
                              out + MPIUCC_HEADER_SIZE, dst_capacity - MPIUCC_HEADER_SIZE);
     if (st == MPIUCC_OK) st = add_blocks(&ha, &hb, &ra, &rb, &w);
+    int nonfinite = w.sink.nonfinite;
     if (st == MPIUCC_OK) st = ebq_writer_finish(&w, &size);
     ebq_writer_free(&w);
     ebq_reader_free(&ra);
     ebq_reader_free(&rb);
     if (st != MPIUCC_OK) return st;
     mpiucc_header h = ha;
-    h.flags = ha.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM;
+    h.flags = (ha.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) | (nonfinite ? MPIUCC_FLAG_NONFINITE : 0);
     h.bound = ha.bound + hb.bound;
     h.payload_size = size;
-    h.payload_checksum =
-        h.flags ? mpiucc_crc32c(0, out + MPIUCC_HEADER_SIZE, size) : 0;
+    h.payload_checksum = (h.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM)
+                             ? mpiucc_crc32c(0, out + MPIUCC_HEADER_SIZE, size)
+                             : 0;
     mpiucc_write_header(out, &h);
     *dst_size = MPIUCC_HEADER_SIZE + size;
     return MPIUCC_OK;

@@ -36,7 +36,8 @@ static const mpiucc_codec_impl *codec_of(uint32_t codec) {
 }
 
 static mpiucc_status check_params(const mpiucc_params *p, const mpiucc_codec_impl **impl) {
-    if (!p || mpiucc_dtype_size((mpiucc_dtype)p->dtype) == 0 || (p->flags & ~MPIUCC_FLAGS_KNOWN_))
+    if (!p || mpiucc_dtype_size((mpiucc_dtype)p->dtype) == 0 ||
+        (p->flags & ~MPIUCC_FLAG_PAYLOAD_CHECKSUM))
         return MPIUCC_ERR_ARG;
     for (int i = 0; i < 7; i++)
         if (p->reserved[i]) return MPIUCC_ERR_ARG;
@@ -131,6 +132,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
         isnan(h.bound) || h.bound < 0)
         return MPIUCC_ERR_CORRUPT;
     if (!(h.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) && h.payload_checksum) return MPIUCC_ERR_CORRUPT;
+    if ((h.flags & MPIUCC_FLAG_NONFINITE) && h.count == 0) return MPIUCC_ERR_CORRUPT;
     const mpiucc_codec_impl *impl = codec_of(h.codec);
     if (h.codec >= MPIUCC_CODEC_COUNT_) return MPIUCC_ERR_CORRUPT;
     if (!impl) return MPIUCC_ERR_UNSUPPORTED;

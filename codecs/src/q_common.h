@@ -34,6 +34,7 @@
 #define Q_BF16_MAX_BITS 0x7f7f0000u
 #define Q_NAN_BITS 0x7fc00000u  /* the NaN written as the scale of a non-finite block */
 #define Q_FLAG_SATURATED 0x1u   /* fp16/bf16 aux: a finite value was clamped to the range */
+#define Q_SEEN_NONFINITE 0x2u   /* fp16/bf16 kernels' report (not in aux): NaN or Inf met */
 
 static inline uint32_t q_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float q_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -61,12 +62,12 @@ static inline size_t q_bound(uint64_t s) {
 #define Q_TINY_BITS 0x1f800000u /* 2^-64 */
 #define Q_TINY_PRE 18446744073709551616.0f /* 2^64 */
 
-/* a / levels, one ulp lower when levels times it would overflow (a within an ulp or so of
- * FLT_MAX): the decoder's code * scale must stay finite for every code. */
-static inline float q_absmax_div(float a, float levels) {
-    float s = a / levels;
-    if (s * levels > FLT_MAX) s = q_float(q_bits(s) - 1);
-    return s;
+/* A step that decodes finitely: levels * step rounded to f32 must stay finite (so must every
+ * smaller code's product). Near FLT_MAX, a / levels can round up far enough that it does
+ * not; the step is then lowered by one ulp (once suffices for levels 1..127). */
+static inline float q_finite_step(float step, float levels) {
+    while (levels * step > FLT_MAX) step = q_float(q_bits(step) - 1);
+    return step;
 }
 
 /* Scale of an absmax block (int8: levels 127, int4: 7) from the largest |v| as bits. A block
@@ -81,8 +82,20 @@ static inline void q_absmax_scale(uint32_t amax_bits, float levels, float *scale
         return;
     }
     float a = q_float(amax_bits);
-    *scale = q_absmax_div(a, levels);
+    *scale = q_finite_step(a / levels, levels);
     *inv = a > 0.0f ? levels / (a * *pre) : 0.0f;
+}
+
+/* Whether an f32 is NaN or +-Inf (all exponent bits set). */
+static inline int q_nonfinite(float v) { return (q_bits(v) & 0x7f800000u) == 0x7f800000u; }
+
+/* Whether any block of a written payload has a NaN scale (the non-finite blocks of int8,
+ * int4, sign and qsgd). Block k's f32 scale is at k * stride: only the last block is short. */
+static inline int q_any_nan_scale(const uint8_t *payload, uint64_t n, uint64_t b, size_t stride) {
+    uint32_t nan = 0;
+    for (uint64_t k = 0; k < q_nblocks(n, b); k++)
+        nan |= (mpiucc_get_u32(payload + k * stride) & 0x7fffffffu) > 0x7f800000u;
+    return nan != 0;
 }
 
 /* Sum of the Q_LANES partial sums in a fixed tree order; lanes is clobbered. */
@@ -177,9 +190,7 @@ Q_INLINE void q_store_res(mpiucc_dtype t, const void *src, void *res, size_t i, 
     }
 }
 
-/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). A finite y
- * beyond the f16 or bf16 range (bf16 65504 rounds up to 65536; a qsgd level can exceed the
- * block's largest value) saturates, so that a finite input never decodes to Inf. */
+/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). */
 Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add) {
     switch (t) {
     case MPIUCC_DTYPE_F32:
@@ -190,12 +201,12 @@ Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add)
         break;
     case MPIUCC_DTYPE_F16: {
         uint16_t *d = (uint16_t *)dst;
-        d[i] = add ? mpiucc_f32_to_f16(q_f16_to_f32(d[i]) + y) : q_f32_to_f16_sat(y);
+        d[i] = mpiucc_f32_to_f16(add ? q_f16_to_f32(d[i]) + y : y);
         break;
     }
     default: {
         uint16_t *d = (uint16_t *)dst;
-        d[i] = add ? mpiucc_f32_to_bf16(mpiucc_bf16_to_f32(d[i]) + y) : q_f32_to_bf16_sat(y);
+        d[i] = mpiucc_f32_to_bf16(add ? mpiucc_bf16_to_f32(d[i]) + y : y);
         break;
     }
     }
@@ -249,11 +260,11 @@ static inline q_qsgd_block q_qsgd_scales(double sumsq, uint32_t levels) {
     if (sumsq < INFINITY) {
         double r = sqrt(sumsq);
         b.norm = r <= FLT_MAX ? (float)r : FLT_MAX;
-        /* the decoder's s * (norm / s) must stay finite: lower a norm of about FLT_MAX */
-        while (b.norm / s * s > FLT_MAX) b.norm = q_float(q_bits(b.norm) - 1);
     } else {
         b.norm = q_float(Q_NAN_BITS);
     }
+    while ((b.norm / s) * s > FLT_MAX) /* decoding multiplies norm / s by up to s */
+        b.norm = q_float(q_bits(b.norm) - 1);
     b.finite = b.norm == b.norm;
     b.inv = 0.0f;
     b.pre = b.norm < q_float(Q_TINY_BITS) ? Q_TINY_PRE : 1.0f;
@@ -273,9 +284,10 @@ static inline int q_qsgd_code(const q_qsgd_block *b, float v, uint32_t levels, i
 
 /* ---- AVX2 kernels (codecs/src/x86/), f32 data only; same bytes as the generic path ---- */
 #if MPIUCC_X86
-void q_fp16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *sat);
+/* *seen |= Q_FLAG_SATURATED, Q_SEEN_NONFINITE for what the encoding met. */
+void q_fp16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *seen);
 void q_fp16_decode_avx2(const uint8_t *in, float *dst, size_t n, int add);
-void q_bf16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *sat);
+void q_bf16_encode_avx2(const float *src, float *res, size_t n, uint8_t *out, uint32_t *seen);
 void q_bf16_decode_avx2(const uint8_t *in, float *dst, size_t n, int add);
 /* The whole int8 (bits 8) or int4 (bits 4) payload of n elements in blocks of block. */
 void q_int_encode_avx2(const float *src, float *res, size_t n, size_t block, int bits,

@@ -8,18 +8,20 @@ static uint16_t get_u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8);
 
 /* f64 -> 16-bit float with one rounding: saturate in f64, round to odd into f32, then round
  * to nearest even into the 16-bit format. */
-static uint16_t f64_to_f16_sat(double d, uint32_t *sat) {
+static uint16_t f64_to_f16_sat(double d, uint32_t *seen) {
     double a = fabs(d);
+    if (!(a < INFINITY)) *seen |= Q_SEEN_NONFINITE;
     if (a > (double)Q_F16_MAX && a < INFINITY) {
-        *sat = 1;
+        *seen |= Q_FLAG_SATURATED;
         d = copysign((double)Q_F16_MAX, d);
     }
     return mpiucc_f32_to_f16(q_f64_to_f32_odd(d));
 }
-static uint16_t f64_to_bf16_sat(double d, uint32_t *sat) {
+static uint16_t f64_to_bf16_sat(double d, uint32_t *seen) {
     double a = fabs(d), top = (double)q_float(Q_BF16_MAX_BITS);
+    if (!(a < INFINITY)) *seen |= Q_SEEN_NONFINITE;
     if (a > top && a < INFINITY) {
-        *sat = 1;
+        *seen |= Q_FLAG_SATURATED;
         d = copysign(top, d);
     }
     return q_f32_to_bf16_sat(q_f64_to_f32_odd(d));
@@ -46,28 +48,30 @@ static mpiucc_status half_check_params(const mpiucc_params *p) {
 }
 
 Q_INLINE void half_encode_generic(mpiucc_dtype t, int fp16, const void *src, void *res,
-                                 size_t n, uint8_t *out, uint32_t *sat) {
+                                 size_t n, uint8_t *out, uint32_t *seen) {
     if (t == MPIUCC_DTYPE_F64) {
         const double *s = (const double *)src;
         double *r = (double *)res;
         for (size_t i = 0; i < n; i++) {
             double v = r ? s[i] + r[i] : s[i];
-            uint16_t h = fp16 ? f64_to_f16_sat(v, sat) : f64_to_bf16_sat(v, sat);
+            uint16_t h = fp16 ? f64_to_f16_sat(v, seen) : f64_to_bf16_sat(v, seen);
             put_u16(out + 2 * i, h);
             if (r) r[i] = q_res_f64(v - (double)widen(fp16, h));
         }
         return;
     }
     float top = fp16 ? Q_F16_MAX : BF16_MAX;
-    uint32_t over = 0;
+    uint32_t over = 0, nonfinite = 0;
     for (size_t i = 0; i < n; i++) {
         float v = q_load_v(t, src, res, i), a = fabsf(v);
         over |= a > top && a < INFINITY;
+        nonfinite |= !(a < INFINITY);
         uint16_t h = narrow(fp16, v);
         put_u16(out + 2 * i, h);
         if (res) q_store_res(t, src, res, i, v, widen(fp16, h));
     }
-    if (over) *sat = 1;
+    if (over) *seen |= Q_FLAG_SATURATED;
+    if (nonfinite) *seen |= Q_SEEN_NONFINITE;
 }
 
 Q_INLINE void half_decode_generic(mpiucc_dtype t, int fp16, const uint8_t *payload, void *dst,
@@ -81,22 +85,23 @@ static mpiucc_status half_encode(int fp16, const mpiucc_params *p, const void *s
                                  mpiucc_header *h) {
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
     if (capacity / 2 < n) return MPIUCC_ERR_CAPACITY;
-    uint32_t sat = 0;
+    uint32_t seen = 0;
 #if MPIUCC_X86
     if (q_use_avx2(t)) {
         if (fp16)
-            q_fp16_encode_avx2((const float *)src, (float *)res, n, out, &sat);
+            q_fp16_encode_avx2((const float *)src, (float *)res, n, out, &seen);
         else
-            q_bf16_encode_avx2((const float *)src, (float *)res, n, out, &sat);
+            q_bf16_encode_avx2((const float *)src, (float *)res, n, out, &seen);
     } else
 #endif
     if (fp16)
-        Q_BY_DTYPE(t, half_encode_generic, 1, src, res, n, out, &sat);
+        Q_BY_DTYPE(t, half_encode_generic, 1, src, res, n, out, &seen);
     else
-        Q_BY_DTYPE(t, half_encode_generic, 0, src, res, n, out, &sat);
+        Q_BY_DTYPE(t, half_encode_generic, 0, src, res, n, out, &seen);
     *size = 2 * n;
     h->bound = INFINITY;
-    h->aux = sat ? Q_FLAG_SATURATED : 0;
+    h->aux = seen & Q_FLAG_SATURATED;
+    if (seen & Q_SEEN_NONFINITE) h->flags |= MPIUCC_FLAG_NONFINITE;
     return MPIUCC_OK;
 }
 

@@ -94,6 +94,7 @@ static mpiucc_status int_encode(const mpiucc_params *p, const void *src, void *r
         }
     }
     *size = (size_t)total;
+    if (q_any_nan_scale(out, n, b, 4 + code_bytes(b, bits))) h->flags |= MPIUCC_FLAG_NONFINITE;
     h->bound = INFINITY;
     h->block = (uint32_t)b;
     h->aux = p->rounding;

@@ -78,6 +78,7 @@ static mpiucc_status qsgd_encode(const mpiucc_params *p, const void *src, void *
     }
     (void)simd;
     *size = (size_t)total;
+    if (q_any_nan_scale(out, n, b, 4 + b * (size_t)w / 8)) h->flags |= MPIUCC_FLAG_NONFINITE;
     h->bound = INFINITY;
     h->block = (uint32_t)b;
     h->aux = p->levels | p->rounding << 8;

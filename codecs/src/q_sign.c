@@ -54,6 +54,7 @@ static mpiucc_status sign_encode(const mpiucc_params *p, const void *src, void *
     }
     (void)simd;
     *size = (size_t)total;
+    if (q_any_nan_scale(out, n, b, 4 + b / 8)) h->flags |= MPIUCC_FLAG_NONFINITE;
     h->bound = INFINITY;
     h->block = (uint32_t)b;
     return MPIUCC_OK;

@@ -78,7 +78,7 @@ Q_INLINE uint64_t threshold(mpiucc_dtype t, const void *src, const void *res, si
 }
 
 Q_INLINE void topk_encode_block(mpiucc_dtype t, const void *src, void *res, size_t i0,
-                                size_t len, size_t m, uint8_t *out) {
+                                size_t len, size_t m, uint8_t *out, uint32_t *nonfinite) {
     uint64_t thr = m < len ? threshold(t, src, res, i0, len, m) : 0;
     uint8_t *pos = out, *val = out + 2 * m;
     for (size_t j = 0; j < len; j++) {
@@ -88,6 +88,7 @@ Q_INLINE void topk_encode_block(mpiucc_dtype t, const void *src, void *res, size
             pos[0] = (uint8_t)j;
             pos[1] = (uint8_t)(j >> 8);
             mpiucc_put_u32(val, q_bits(v));
+            *nonfinite |= (uint32_t)q_nonfinite(v);
             pos += 2;
             val += 4;
         }
@@ -101,11 +102,14 @@ static mpiucc_status topk_encode(const mpiucc_params *p, const void *src, void *
     uint64_t total = topk_payload(n, b, k);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
     uint8_t *o = out;
+    uint32_t nonfinite = 0; /* a kept value: one is kept in every block that holds any */
     for (size_t i0 = 0; i0 < n; i0 += b) {
         size_t len = n - i0 < b ? n - i0 : b, m = k < len ? k : len;
-        Q_BY_DTYPE((mpiucc_dtype)p->dtype, topk_encode_block, src, res, i0, len, m, o);
+        Q_BY_DTYPE((mpiucc_dtype)p->dtype, topk_encode_block, src, res, i0, len, m, o,
+                   &nonfinite);
         o += 6 * m;
     }
+    if (nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
     *size = (size_t)total;
     h->bound = INFINITY;
     h->block = (uint32_t)b;

@@ -11,24 +11,51 @@ static mpiucc_status raw_check_params(const mpiucc_params *p) {
     return MPIUCC_OK;
 }
 
+/* Copy n elements of es bytes (as unsigned words W) and tell whether any is NaN or +-Inf,
+ * i.e. has all the bits of exp set; one pass, which the compiler vectorizes. */
+#define RAW_COPY_CHECK(W, exp)                                            \
+    do {                                                                  \
+        const W *s = (const W *)src;                                      \
+        W nonfinite = 0;                                                  \
+        for (size_t i = 0; i < n; i++) {                                  \
+            W u = s[i];                                                   \
+            memcpy(out + i * sizeof(W), &u, sizeof(W));                   \
+            nonfinite |= (W)((u & (W)(exp)) == (W)(exp));                 \
+        }                                                                 \
+        return nonfinite != 0;                                            \
+    } while (0)
+
+static int raw_copy(mpiucc_dtype t, const void *src, size_t n, uint8_t *out) {
+    switch (t) {
+    case MPIUCC_DTYPE_F32: RAW_COPY_CHECK(uint32_t, 0x7f800000u);
+    case MPIUCC_DTYPE_F64: RAW_COPY_CHECK(uint64_t, 0x7ff0000000000000u);
+    case MPIUCC_DTYPE_F16: RAW_COPY_CHECK(uint16_t, 0x7c00u);
+    default: RAW_COPY_CHECK(uint16_t, 0x7f80u);
+    }
+}
+
 static mpiucc_status raw_encode(const mpiucc_params *p, const void *src, void *residual,
                                 size_t n, uint8_t *out, size_t capacity, size_t *size,
                                 mpiucc_header *h) {
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
     size_t bytes = n * mpiucc_dtype_size(t);
     if (capacity < bytes) return MPIUCC_ERR_CAPACITY;
-    if (residual) { /* v = src + residual is sent as is; nothing is left over */
+    int nonfinite = 0;
+    if (residual) { /* v = src + residual is sent as is; what rounding to the dtype lost stays */
         size_t es = mpiucc_dtype_size(t);
         for (size_t i = 0; i < n; i++) {
             uint8_t sent[8];
             double v = mpiucc_load(t, src, i) + mpiucc_load(t, residual, i);
             mpiucc_store(t, sent, 0, v);
             memcpy(out + i * es, sent, es);
-            mpiucc_store(t, residual, i, v - mpiucc_load(t, sent, 0));
+            double y = mpiucc_load(t, sent, 0), r = v - y;
+            nonfinite |= !isfinite(y);
+            mpiucc_store(t, residual, i, isfinite(r) ? r : 0.0); /* NaN, Inf: the frame has it */
         }
-    } else if (bytes) {
-        memcpy(out, src, bytes);
+    } else {
+        nonfinite = raw_copy(t, src, n, out);
     }
+    if (nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
     *size = bytes;
     h->bound = 0.0;
     return MPIUCC_OK;

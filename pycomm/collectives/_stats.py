@@ -14,6 +14,9 @@ class CommStats:
     wire_bytes: int = 0  #: bytes of the frames this rank made of its own input
     compress_seconds: float = 0.0  #: time spent compressing this rank's input
     total_seconds: float = 0.0  #: wall time of the collectives, compression included
+    #: results that held NaN or ±Inf (counted by the DDP hooks, per bucket; the same on
+    #: every rank, so every rank can skip the step alike)
+    nonfinite: int = 0
 
     @property
     def ratio(self) -> float:

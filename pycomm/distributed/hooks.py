@@ -6,6 +6,18 @@
 The hook hands each gradient bucket to ``pycomm.iallreduce`` (op="mean"), which runs on the
 communicator's communication thread, so backward computation goes on meanwhile; the future
 completes there, with the averaged gradients written in place into the bucket.
+
+NaN and ±Inf in a gradient reach every rank's bucket (codecs/FORMAT.md, "Non-finite values");
+a bucket whose averaged result holds one adds 1 to ``state.stats.nonfinite`` on every rank, so
+that a training loop can skip the step as ``torch.amp.GradScaler`` does:
+
+    before = state.stats.nonfinite
+    loss.backward()
+    if state.stats.nonfinite == before:
+        opt.step()
+
+and that bucket's error-feedback residual is reset to 0, so that nothing of the skipped step
+is carried into the next one.
 """
 
 import numpy as np
@@ -16,6 +28,11 @@ from mpi4py import MPI
 import pycomm
 
 WIDE = (torch.float32, torch.float64)
+#: Pipeline segment of the bucket's allreduce (elements; allreduce's default is 2^21). ebq
+#: reserves its output buffer for the worst case, about 2x the input, before trimming it to
+#: the frame; smaller segments keep that reserve (and every per-segment copy) to a fraction of
+#: a large bucket (bench/hook_memory.py has the figures).
+SEGMENT_COUNT = 1 << 19
 
 
 class CompressHookState:
@@ -136,6 +153,10 @@ def _allreduce_bucket(
     def finish(req: pycomm.Request) -> None:
         try:
             req.wait()
+            if not _all_finite(x):
+                state.stats.nonfinite += 1
+                if residual is not None:
+                    residual.fill(0)
             if flat is not buf:
                 buf.copy_(flat)
             fut.set_result(buf)
@@ -143,9 +164,21 @@ def _allreduce_bucket(
             fut.set_exception(exc)
 
     req = pycomm.iallreduce(
-        x, state.communicator(), spec, out=x, op="mean", residual=residual, stats=state.stats
+        x,
+        state.communicator(),
+        spec,
+        out=x,
+        op="mean",
+        residual=residual,
+        stats=state.stats,
+        segment=SEGMENT_COUNT,
     )
     req.add_done_callback(finish)
     if bucket.is_last():
         state.iteration += 1
     return fut
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    """Whether x holds neither NaN nor ±Inf (min and max propagate NaN; no temporary)."""
+    return x.size == 0 or bool(np.isfinite(x.min()) and np.isfinite(x.max()))

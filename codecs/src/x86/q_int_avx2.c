@@ -125,8 +125,9 @@ Q_INLINE void code_block(const float *s, float *r, size_t len, uint64_t i0, int 
     __m256 sv = _mm256_div_ps(a, lv), iv = _mm256_div_ps(lv, _mm256_mul_ps(a, pv));
     iv = _mm256_and_ps(iv, _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_GT_OQ));
     if (amax < 0x7f800000u) {
-        if (amax >= 0x7f000000u) sv = _mm256_set1_ps(q_absmax_div(q_float(amax), levels));
-        mpiucc_put_u32(out, q_bits(_mm256_cvtss_f32(sv)));
+        float scale = q_finite_step(_mm256_cvtss_f32(sv), levels);
+        if (scale != _mm256_cvtss_f32(sv)) sv = _mm256_set1_ps(scale); /* near FLT_MAX */
+        mpiucc_put_u32(out, q_bits(scale));
         quant_block(s, r, len, i0, bits, stochastic, rng, sv, pv, iv, out + 4);
     } else { /* non-finite block: NaN scale, zero codes, residual 0 */
         mpiucc_put_u32(out, Q_NAN_BITS);
