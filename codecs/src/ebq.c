@@ -352,7 +352,7 @@ mpiucc_status mpiucc_ebq_quantize(const mpiucc_params *params, const void *src, 
     ebq_make_grid(&p, src, NULL, count, &g);
     uint64_t dummy;
     ebq_sink sink = {NULL, NULL, NULL, outlier_pos ? outlier_pos : &dummy, outlier_capacity,
-                     g.es, 0, 0, 0};
+                     g.es, 0, 0, 0, 0};
     const ebq_kernels *k = ebq_kernels_now();
     uint32_t z[EBQ_CHUNK], ors[EBQ_CHUNK / EBQ_BLOCK];
     int32_t prev = 0;

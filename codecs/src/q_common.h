@@ -190,7 +190,9 @@ Q_INLINE void q_store_res(mpiucc_dtype t, const void *src, void *res, size_t i, 
     }
 }
 
-/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). */
+/* dst[i] = y, or dst[i] += y when add (computed in f32, or f64 for f64 data). A finite y
+ * beyond the f16 or bf16 range (bf16 65504 rounds up to 65536; a qsgd level can exceed the
+ * block's largest value) saturates, so that a finite input never decodes to Inf. */
 Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add) {
     switch (t) {
     case MPIUCC_DTYPE_F32:
@@ -201,12 +203,12 @@ Q_INLINE void q_store_out(mpiucc_dtype t, void *dst, size_t i, float y, int add)
         break;
     case MPIUCC_DTYPE_F16: {
         uint16_t *d = (uint16_t *)dst;
-        d[i] = mpiucc_f32_to_f16(add ? q_f16_to_f32(d[i]) + y : y);
+        d[i] = add ? mpiucc_f32_to_f16(q_f16_to_f32(d[i]) + y) : q_f32_to_f16_sat(y);
         break;
     }
     default: {
         uint16_t *d = (uint16_t *)dst;
-        d[i] = mpiucc_f32_to_bf16(add ? mpiucc_bf16_to_f32(d[i]) + y : y);
+        d[i] = add ? mpiucc_f32_to_bf16(mpiucc_bf16_to_f32(d[i]) + y) : q_f32_to_bf16_sat(y);
         break;
     }
     }

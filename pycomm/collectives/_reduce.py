@@ -75,7 +75,8 @@ def ring_reduce(comm: MPI.Comm, frames: list, part: np.ndarray, kw: dict) -> obj
         if kw["codec"] == "ebq":
             return pycodecs.ebq_add(received, frames[idx])
         acc = pycodecs.decompress(received)
-        acc += part[bounds[idx][0] : bounds[idx][1]]
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate, by policy
+            acc += part[bounds[idx][0] : bounds[idx][1]]
         return pycodecs.compress(acc, **kw)
 
     return ring_reduce_scatter(comm, frames, combine)

@@ -209,7 +209,7 @@ static void test_ebq_add_flag(void) {
 static void test_flag_rules(void) {
     mpiucc_params p = params_of(MPIUCC_CODEC_RAW, MPIUCC_DTYPE_F32);
     p.flags = MPIUCC_FLAG_NONFINITE;
-    uint8_t buf[128];
+    uint8_t buf[128] = {0};
     size_t size;
     CHECK(mpiucc_compress(&p, buf, 0, buf, sizeof buf, &size) == MPIUCC_ERR_ARG);
     p.flags = 0;
