@@ -17,6 +17,30 @@ BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_GRADS = BENCH_DIR / "data" / "grads_gpt.f32"
 
 
+# ---- sizes ----
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '8', '64K', '16MB', '1.5G'."""
+    text = text.strip().upper().rstrip("B")
+    unit = text[-1] if text[-1] in UNITS else ""
+    return int(float(text[: len(text) - len(unit)]) * UNITS[unit])
+
+
+def sizes_from(spec: str) -> list[int]:
+    """'1M,16M' as listed, or 'LO:HI' as every power-of-4 step from LO to HI."""
+    if ":" in spec:
+        lo, hi = (parse_size(s) for s in spec.split(":"))
+        out, s = [], lo
+        while s <= hi:
+            out.append(s)
+            s *= 4
+        return out
+    return [parse_size(s) for s in spec.split(",")]
+
+
 # ---- input data ----
 
 

@@ -19,6 +19,7 @@ from datetime import timedelta
 import numpy as np
 import torch
 import torch.distributed as dist
+from _common import sizes_from
 from mpi4py import MPI
 
 import pycomm.distributed  # noqa: F401  (registers mpiucc and mpi://)
@@ -26,24 +27,6 @@ from pycomm.distributed import checks
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper().rstrip("B")
-    unit = text[-1] if text[-1] in UNITS else ""
-    return int(float(text[: len(text) - len(unit)]) * UNITS[unit])
-
-
-def sizes_from(spec: str) -> list[int]:
-    if ":" in spec:
-        lo, hi = (parse_size(s) for s in spec.split(":"))
-        out, s = [], lo
-        while s <= hi:
-            out.append(s)
-            s *= 4
-        return out
-    return [parse_size(s) for s in spec.split(",")]
 
 
 def slowest(seconds: float) -> float:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pycodecs
+from _common import parse_size, sizes_from
 from mpi4py import MPI
 
 import pycomm
@@ -22,24 +23,6 @@ from pycomm.collectives import _allreduce as ar
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 GRADS = Path(__file__).parent / "data" / "grads_gpt.f32"
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper().rstrip("B")
-    unit = text[-1] if text[-1] in UNITS else ""
-    return int(float(text[: len(text) - len(unit)]) * UNITS[unit])
-
-
-def sizes_from(spec: str) -> list[int]:
-    if ":" in spec:
-        lo, hi = (parse_size(s) for s in spec.split(":"))
-        out, s = [], lo
-        while s <= hi:
-            out.append(s)
-            s *= 4
-        return out
-    return [parse_size(s) for s in spec.split(",")]
 
 
 def variants(args) -> dict[str, dict]:

@@ -106,7 +106,9 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (25: DDP's default)")
+    p.add_argument(
+        "--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (25: DDP's default)"
+    )
     p.add_argument("--bound", type=float, default=1e-3)
     args = p.parse_args()
     torch.set_num_threads(1)

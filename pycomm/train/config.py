@@ -36,8 +36,9 @@ PRESETS: dict[str, dict[str, object]] = {
 #: the uncompressed run, same seed and data): on the demo model (TP 2 x PP 2, 150 steps) ebq
 #: rel 1e-3 everywhere -0.1%, 1e-2 +0.3%, 3e-2 +5%; forward activations carry their error into
 #: the loss, so TP forward and PP keep 3e-3 (+0.06% with TP backward at 1e-2, +0.06% for PP
-#: alone on bench-dp). DP gradients on bench-dp (DP 2 x PP 2, batch 8, 60 steps, error
-#: feedback on): 1e-3 +0.9%, 3e-3 +3.2%, 1e-2 +4.1% (error feedback off: -0.1%, -1.0%, +3.8%).
+#: alone on bench-dp). DP gradients on bench-dp (DP 2 x PP 2, batch 8, 60 steps, error feedback
+#: on, 1 MB buckets): 1e-3 +0.9%, 3e-3 +3.2%, 1e-2 +4.1% (error feedback off: -0.1%, -1.0%,
+#: +3.8%); 1e-3 with 25 MB buckets -0.4% (bench/train_bench.py, BENCHMARKS.md).
 COMPRESS_PRESET = {
     "tp_codec_fwd": "ebq:rel:3e-3",
     "tp_codec_bwd": "ebq:rel:1e-2",
@@ -64,7 +65,7 @@ DEFAULTS: dict[str, object] = dict(
     val_batches=4,
     data=None,
     data_limit_mb=16.0,
-    bucket_mb=1.0,
+    bucket_mb=25.0,
     error_feedback=True,
     threads=1,
     out=None,
@@ -199,7 +200,7 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
         ("seed", int, "seed of weights and data (0)"),
         ("eval-every", int, "steps between validation passes (25)"),
         ("val-batches", int, "global batches per validation pass (4)"),
-        ("bucket-mb", float, "DDP bucket size in MB (1)"),
+        ("bucket-mb", float, "DDP bucket size in MB (25, DDP's default)"),
         ("threads", int, "torch threads per rank (1)"),
     ):
         mod.add_argument(f"--{name}", type=kind, help=what)

@@ -47,7 +47,7 @@ class DataParallel:
         group: dist.ProcessGroup,
         spec: pycomm.CodecSpec,
         meters: Meters,
-        bucket_mb: float = 1.0,
+        bucket_mb: float = 25.0,
         error_feedback: bool = True,
     ) -> None:
         self.meters = meters
