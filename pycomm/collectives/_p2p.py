@@ -14,7 +14,7 @@ from pycomm.collectives._channel import Request, SettingsMismatchError
 from pycomm.collectives._frames import recv_frame
 from pycomm.collectives._spec import CodecSpec, make_spec
 from pycomm.collectives._stats import CommStats
-from pycomm.collectives._wait import check_usable, wait
+from pycomm.collectives._wait import check_usable, poll, wait
 
 
 def send(
@@ -158,12 +158,8 @@ class _MPIWork:
             return self._result
         if timeout is None:
             wait(self._comm, self._req, self._what, self._status)
-        else:
-            deadline = time.monotonic() + timeout
-            while not self.done():
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{self._what} did not complete within {timeout:g} s")
-                time.sleep(1e-4)
+        elif not poll(self.done, time.monotonic() + timeout):
+            raise TimeoutError(f"{self._what} did not complete within {timeout:g} s")
         if not self._done:
             self._complete()
         return self._result
