@@ -2,7 +2,8 @@
 feedback) stays within 2x the bucket's size, allocated and resident (bench/hook_memory.py).
 
 Buckets of at least two pipeline segments (hooks.SEGMENT_COUNT); a bucket of one segment
-reserves ebq's worst-case output buffer, 2.08x (untouched, so not resident).
+that goes out as one frame (one rank) reserves ebq's worst-case output buffer, 2.08x
+(untouched, so not resident).
 """
 
 from pathlib import Path
