@@ -18,7 +18,9 @@ from _common import parse_size, sizes_from
 from mpi4py import MPI
 
 import pycomm
-from pycomm.collectives import _allreduce as ar
+from pycomm.collectives import reduction as ar
+from pycomm.collectives.engine import engine_of
+from pycomm.collectives.ring import Ring
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
@@ -103,15 +105,15 @@ def phases(args) -> None:
     n = parse_size(args.phases) // 4
     x, y = gradient_data(n), np.empty(n, np.float32)
     kw = dict(codec="ebq", error_bound=args.bound, mode=args.mode)
-    comm = pycomm.collectives._channel.private_comm(COMM)
+    eng = engine_of(COMM)
     e_kw = dict(codec="ebq", error_bound=args.bound * float(np.ptp(x)) / SIZE, mode="abs")
     reps = 3
     frames = []
-    job = ar._Job(comm, e_kw, "ring", None, pycomm.CommStats())
-    t_comp = timed(lambda: frames.append(job.first(x, 0, n)), reps)
+    ring = Ring(eng, eng.comm, e_kw, exact=True)
+    t_comp = timed(lambda: frames.append(ring.first(x, None)), reps)
     got = []
-    t_wire = timed(lambda: got.append(ar._exchange(comm, list(frames[-1]), x, e_kw, "ring")), reps)
-    t_dec = timed(lambda: ar._decode_into(got[-1], y, "ring", "ebq"), reps)
+    t_wire = timed(lambda: got.append(ring.exchange(list(frames[-1]), x)), reps)
+    t_dec = timed(lambda: ring.decode(got[-1], y), reps)
     t_one = timed(lambda: pycomm.allreduce(x, out=y, segment=n, **kw), reps)
     t_pipe = timed(lambda: pycomm.allreduce(x, out=y, **kw), reps)
     if RANK == 0:

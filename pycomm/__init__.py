@@ -18,6 +18,7 @@ _COLLECTIVES = (
     "CodecSpec",
     "CommStats",
     "CommTimeout",
+    "PeerArgumentError",
     "Request",
     "SettingsMismatchError",
     "abort_on_error",

@@ -1,21 +1,32 @@
 """Compressed collectives on mpi4py communicators (numpy arrays and CPU torch tensors).
 
-No torch import here: tensors are taken as buffers.
+No torch import here: tensors are taken as buffers. The modules, from the top: the
+collectives (``reduction``: allreduce and reduce_scatter; ``gather``: allgather and bcast;
+``p2p``), the algorithms (``ring``, ``gathered``), the frame transport (``frames``), the error
+budget (``bound``), the codec spec (``spec``), ``buffers``, and under them all the ``engine``
+of each communicator.
 """
 
-from pycomm.collectives._allreduce import allreduce, iallreduce
-from pycomm.collectives._channel import Request, SettingsMismatchError
-from pycomm.collectives._gather import allgather, bcast, iallgather, ibcast
-from pycomm.collectives._p2p import irecv, isend, recv, send
-from pycomm.collectives._reduce_scatter import ireduce_scatter, reduce_scatter
-from pycomm.collectives._spec import CodecSpec
-from pycomm.collectives._stats import CommStats
-from pycomm.collectives._wait import CommTimeout, abort_on_error, get_timeout, set_timeout
+from pycomm.collectives.engine import (
+    CommTimeout,
+    PeerArgumentError,
+    Request,
+    SettingsMismatchError,
+    abort_on_error,
+    get_timeout,
+    set_timeout,
+)
+from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
+from pycomm.collectives.p2p import irecv, isend, recv, send
+from pycomm.collectives.reduction import allreduce, iallreduce, ireduce_scatter, reduce_scatter
+from pycomm.collectives.spec import CodecSpec
+from pycomm.collectives.stats import CommStats
 
 __all__ = [
     "CodecSpec",
     "CommStats",
     "CommTimeout",
+    "PeerArgumentError",
     "Request",
     "SettingsMismatchError",
     "abort_on_error",

@@ -2,8 +2,13 @@
 
 Torch uses a Python subclass of ``ProcessGroup`` returned by a registered creator as the group
 itself and calls the methods below (the names torch's Python API and its C++ trampoline use).
-Blocking calls run inline when the group is idle; ``async_op=True`` and DDP's calls run on the
-group's communication thread (see ``work.Engine``). Point-to-point posts MPI requests at once.
+The group owns its communicator, and that communicator's engine (``pycomm.collectives.engine``)
+orders, waits and times out: blocking calls run inline when the group is idle; ``async_op=True``
+and DDP's calls run on the engine's thread. Point-to-point posts MPI requests at once.
+
+The ranks' arguments are checked against each other (one 40-byte allreduce per collective)
+only when asked, as torch does: ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` or ``MPIUCC_CHECK=1`` when
+the group is made (``checks``); by default a collective costs what MPI's costs.
 """
 
 from __future__ import annotations
@@ -19,18 +24,12 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
-from pycomm.distributed import checks, ops
-from pycomm.distributed._buffers import (
-    DIRECT_OPS,
-    DIRECT_TYPES,
-    host,
-    op_code,
-    output_buffer,
-    spec,
-)
+from pycomm.collectives.engine import engine_of
+from pycomm.distributed import checks, ops, p2p
+from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
 from pycomm.distributed.p2p import P2PWork
 from pycomm.distributed.store import MPIStore
-from pycomm.distributed.work import DoneWork, Engine, MpiWork, timeout_seconds
+from pycomm.distributed.work import DoneWork, MpiWork, timeout_seconds
 
 _from_address = MPI.buffer.fromaddress
 _IN_PLACE = MPI.IN_PLACE
@@ -51,7 +50,10 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             )
         self._comm = comm
         self._timeout_s = timeout_seconds(timeout, 1800.0)
-        self._engine = Engine(name, rank, size)
+        self._engine = engine_of(comm, owned=True)
+        self._engine.where = f"rank {rank} of {size} in group {name!r}"
+        self._engine.timeout_s = self._timeout_s
+        self._checked = checks.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).
@@ -70,11 +72,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
 
     def set_timeout(self, timeout: timedelta) -> None:
         self._timeout_s = timeout_seconds(timeout, self._timeout_s)
+        self._engine.timeout_s = self._timeout_s
 
     def shutdown(self) -> None:
+        broken = self._engine.broken is not None
         self._engine.close()
-        if self._engine.broken is None and self._comm != MPI.COMM_NULL:
-            self._comm.Free()
+        if not broken and self._comm != MPI.COMM_NULL:
+            self._comm.Free()  # its engine's delete callback runs (already closed)
         if self.rendezvous_store is not None:
             self.rendezvous_store.close()
             self.rendezvous_store = None
@@ -86,33 +90,37 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def _run(self, start: Any, opts: Any, what: str, result: Any, *args: Any) -> dist.Work:
         """Run start() as the group's next collective; ``args`` are what ranks must agree on."""
         timeout = timeout_seconds(opts.timeout, self._timeout_s)
-        deadline = _monotonic() + timeout
         engine = self._engine
-        if checks.ENABLED:
-            start = functools.partial(self._checked, start, deadline, what, args)
+        job = functools.partial(self._execute, start, timeout, what, args)
         if not opts.asyncOp:
             if engine.try_begin():
-                engine.run_inline(start, deadline, what)
+                try:
+                    job(self._comm)
+                finally:
+                    engine.exec_lock.release()
                 return DoneWork(result)
-            if engine.on_comm_thread():
-                # A future's callback runs on the communication thread: waiting there for
+            if engine.on_thread():
+                # A future's callback runs on the engine's thread: waiting there for
                 # collectives queued behind it would never end.
                 raise RuntimeError(
                     f"mpiucc: blocking {what} from a callback on the group's communication "
                     "thread while collectives are queued; use async_op=True there"
                 )
         work = MpiWork(result, what, timeout)
-        engine.submit(start, work, deadline, what)
+        engine.enqueue(job, work._finish)
         return work
 
-    def _checked(self, start: Any, deadline: float, what: str, args: tuple) -> Any:
-        self._agree(deadline, what, args)
-        return start()
-
-    def _agree(self, deadline: float, what: str, args: tuple) -> None:
-        v = checks.digest(what, *args)
-        self._engine.wait([checks.start_check(self._comm, v)], deadline, what)
-        checks.verify(v, what, self._engine.where)
+    def _execute(self, start: Any, timeout: float, what: str, args: tuple, comm: Any) -> None:
+        engine = self._engine
+        deadline = _monotonic() + timeout
+        engine.check_usable()
+        if self._checked:
+            engine.agree(what, checks.digest(what, *args))
+        reqs, finish, keep = start()
+        engine.wait(reqs, what, deadline)
+        if finish is not None:
+            finish()
+        del keep
 
     # -- reductions --
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
@@ -131,18 +139,17 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         if datatype is None or not t.is_cpu or not t.is_contiguous():
             return False
         mop = DIRECT_OPS.get(op_code(opts.reduceOp))
-        if mop is None or not self._try_begin():
+        if mop is None or self._checked or not self._try_begin():
             return False
         try:
-            if checks.ENABLED:
-                timeout = timeout_seconds(opts.timeout, self._timeout_s)
-                self._agree(_monotonic() + timeout, "allreduce", ([t], op_code(opts.reduceOp)))
+            if self._engine.broken is not None:
+                self._engine.check_usable()
             req = self._iallreduce(
                 _IN_PLACE, [_from_address(t.data_ptr(), t.nbytes), datatype], mop
             )
             if not req.Test():
                 timeout = timeout_seconds(opts.timeout, self._timeout_s)
-                self._engine.wait([req], _monotonic() + timeout, "allreduce")
+                self._engine.wait([req], "allreduce", _monotonic() + timeout)
         finally:
             self._exec_release()
         return True
@@ -273,23 +280,17 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
 
     # -- point-to-point --
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> dist.Work:
-        t = tensors[0]
-        src = host(t)
-        req = self._comm.Isend(spec(src), dst, tag)
-        return P2PWork(req, None, src, tensors, f"send to {dst}", self._timeout_s)
+        self._engine.check_usable()
+        posted = p2p.isend(self._engine, self._comm, tensors[0], dst, tag)
+        return P2PWork(posted, tensors, self._timeout_s)
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
-        return self._recv(tensors, src, tag, f"recv from {src}")
+        self._engine.check_usable()
+        posted = p2p.irecv(self._engine, self._comm, tensors[0], src, tag)
+        return P2PWork(posted, tensors, self._timeout_s)
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
-        return self._recv(tensors, MPI.ANY_SOURCE, tag, "recv from any source")
-
-    def _recv(self, tensors: list[torch.Tensor], src: int, tag: int, what: str) -> dist.Work:
-        t = tensors[0]
-        buf, copy = output_buffer(t, keep_values=False)
-        req = self._comm.Irecv(spec(buf), src, tag)
-        finish = (lambda: t.copy_(buf)) if copy else None
-        return P2PWork(req, finish, buf, tensors, what, self._timeout_s)
+        return self.recv(tensors, MPI.ANY_SOURCE, tag)
 
 
 def _dtypes(tensors: list[torch.Tensor]) -> list[torch.dtype]:

@@ -1,80 +1,117 @@
-"""Point-to-point work: MPI non-blocking send and receive, posted on the caller's thread.
+"""Point-to-point of the torch backend: checked messages, posted on the caller's thread.
 
-Posting at call time (not on the communication thread) keeps the matching order the user
-wrote and lets both ranks post irecv before isend without deadlock. ``wait()`` drives the
-request on the waiting thread; a future, when asked for, is completed by a small poller.
+Posting at call time keeps the matching order the user wrote and lets both ranks post irecv
+before isend without deadlock. Each message carries a 16-byte trailer (magic, dtype, byte
+count) sent in the same MPI message through a struct datatype, so no copy is made: the receiver
+checks that the sender's dtype and size are what its tensor expects and raises otherwise,
+instead of taking a short or foreign message as raw bytes. Completion, deadlines and the
+broken mark are the group engine's (``pycomm.collectives.engine.Posted``): a receive that
+times out is cancelled and the group refuses further use.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import zlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from pycomm.collectives._wait import CommTimeout, poll
+from pycomm.collectives.engine import Engine, Posted, SettingsMismatchError
+from pycomm.distributed._buffers import host, output_buffer
 from pycomm.distributed.work import timeout_seconds
+
+_MAGIC = 0x6D75_6370  # "mucp"
+_TRAILER = np.dtype([("magic", "<u4"), ("dtype", "<u4"), ("nbytes", "<u8")])
+
+
+def _dtype_code(dtype: torch.dtype) -> int:
+    return zlib.crc32(str(dtype).encode())
+
+
+def _message(t: torch.Tensor, trailer: np.ndarray) -> MPI.Datatype:
+    """A datatype over t's bytes then the trailer's, by absolute address (with MPI.BOTTOM)."""
+    nbytes = t.numel() * t.element_size()
+    blocks = [(nbytes, t.data_ptr())] if nbytes else []
+    blocks.append((_TRAILER.itemsize, trailer.ctypes.data))
+    lengths, addresses = zip(*blocks, strict=True)
+    dt = MPI.BYTE.Create_struct(list(lengths), list(addresses), [MPI.BYTE] * len(blocks))
+    return dt.Commit()
+
+
+def _post(t: torch.Tensor, trailer: np.ndarray, call: Callable[[list], MPI.Request]) -> MPI.Request:
+    dt = _message(t, trailer)
+    try:
+        return call([MPI.BOTTOM, 1, dt])
+    finally:
+        dt.Free()  # MPI keeps it until the operation completes
+
+
+def isend(engine: Engine, comm: MPI.Comm, t: torch.Tensor, dst: int, tag: int) -> Posted:
+    src = host(t)
+    trailer = np.array([(_MAGIC, _dtype_code(t.dtype), src.numel() * src.element_size())], _TRAILER)
+    req = _post(src, trailer, lambda m: comm.Isend(m, dst, tag))
+    return Posted(engine, [req], lambda: None, f"send to {dst}", keep=(src, trailer))
+
+
+def irecv(engine: Engine, comm: MPI.Comm, t: torch.Tensor, src: int, tag: int) -> Posted:
+    buf, copy = output_buffer(t, keep_values=False)
+    trailer = np.zeros(1, _TRAILER)
+    status = MPI.Status()
+    req = _post(buf, trailer, lambda m: comm.Irecv(m, src, tag))
+    nbytes = buf.numel() * buf.element_size()
+
+    def finish() -> None:
+        got = status.Get_count(MPI.BYTE) - _TRAILER.itemsize
+        sent = trailer[0]
+        if got != nbytes or sent["magic"] != _MAGIC or sent["nbytes"] != nbytes:
+            raise SettingsMismatchError(
+                f"mpiucc: recv from rank {status.Get_source()} got {max(got, 0)} bytes where "
+                f"the tensor holds {nbytes} ({t.numel()} x {t.dtype}): sender and receiver "
+                "disagree on the size"
+            )
+        if sent["dtype"] != _dtype_code(t.dtype):
+            raise SettingsMismatchError(
+                f"mpiucc: recv from rank {status.Get_source()}: the sender's tensor is not "
+                f"{t.dtype}, the receiver's is"
+            )
+        if copy:
+            t.copy_(buf)
+
+    what = f"recv from {'any source' if src == MPI.ANY_SOURCE else src}"
+    return Posted(engine, [req], finish, what, status=status, keep=(buf, trailer))
 
 
 class P2PWork(dist.Work):
-    """One MPI send or receive; `finish` runs once it completes (copy back to the tensor)."""
+    """One checked send or receive as a torch Work."""
 
-    def __init__(
-        self,
-        req: MPI.Request,
-        finish: Callable[[], None] | None,
-        keep: Any,
-        result: list[torch.Tensor],
-        what: str,
-        timeout_s: float,
-    ) -> None:
+    def __init__(self, posted: Posted, result: list[torch.Tensor], timeout_s: float) -> None:
         super().__init__()
-        self._req = req
-        self._on_done = finish
-        self._keep = keep
+        self._posted = posted
         self._result = result
-        self._what = what
         self._timeout_s = timeout_s
-        self._status = MPI.Status()
-        self._lock = threading.Lock()
-        self._done = False
         self._future: torch.futures.Future | None = None
 
-    def _test(self) -> bool:
-        """Complete if MPI says so; call with the lock held."""
-        if not self._done and self._req.Test(self._status):
-            self._complete()
-        return self._done
-
-    def _complete(self) -> None:
-        if self._on_done is not None:
-            self._on_done()
-        self._done = True
-        self._keep = None
-        if self._future is not None:
-            self._future.set_result(self._result)
-
     def wait(self, timeout: timedelta | None = None) -> bool:
-        secs = timeout_seconds(timeout, self._timeout_s)
-        with self._lock:
-            if self._done:
-                return True
-            if not poll(lambda: self._req.Test(self._status), time.monotonic() + secs):
-                raise CommTimeout(f"mpiucc: {self._what} did not complete within {secs:g} s")
-            self._complete()
+        """Wait; an error (mismatch, timeout) raises here, every time. A timeout cancels the
+        operation and leaves the group unusable, as a collective's does."""
+        self._posted.drive(timeout_seconds(timeout, self._timeout_s), give_up=True)
+        self._posted.future.result()
         return True
 
     def is_completed(self) -> bool:
-        with self._lock:
-            return self._test()
+        return self._posted.progress()
 
     def is_success(self) -> bool:
-        return self.is_completed()
+        f = self._posted.future
+        return self.is_completed() and f.exception() is None
+
+    def exception(self) -> BaseException | None:
+        return self._posted.future.exception() if self.is_completed() else None
 
     def result(self) -> list[torch.Tensor]:
         self.wait()
@@ -85,54 +122,23 @@ class P2PWork(dist.Work):
 
     def _source_rank(self) -> int:
         self.wait()
-        return self._status.Get_source()
+        return self._posted._status.Get_source()
 
     source_rank = _source_rank
 
     def get_future(self) -> torch.futures.Future:
-        with self._lock:
-            if self._future is None:
-                self._future = torch.futures.Future()
-                if self._done:
-                    self._future.set_result(self._result)
-                elif not self._test():  # completing sets the result
-                    _poller.watch(self)
-            return self._future
+        if self._future is None:
+            fut: torch.futures.Future = torch.futures.Future()
+            self._future = fut
 
+            def settle(done: Any) -> None:
+                error = done.exception()
+                if error is None:
+                    fut.set_result(self._result)
+                else:
+                    fut.set_exception(error)
 
-class _Poller:
-    """Completes the futures of point-to-point works nobody waits on."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition()
-        self._works: list[P2PWork] = []
-        self._thread: threading.Thread | None = None
-
-    def watch(self, work: P2PWork) -> None:
-        with self._cv:
-            self._works.append(work)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="mpiucc-p2p", daemon=True)
-                self._thread.start()
-            self._cv.notify()
-
-    def _loop(self) -> None:
-        while True:
-            with self._cv:
-                while not self._works:
-                    self._cv.wait()
-                works = list(self._works)
-            finished = []
-            for w in works:
-                if w._lock.acquire(blocking=False):
-                    try:
-                        if w._test():
-                            finished.append(w)
-                    finally:
-                        w._lock.release()
-            with self._cv:
-                self._works = [w for w in self._works if w not in finished]
-            time.sleep(0 if finished else 1e-5)
-
-
-_poller = _Poller()
+            self._posted.future.add_done_callback(settle)
+            if not self._posted.progress():
+                self._posted.engine.watch(self._posted)
+        return self._future

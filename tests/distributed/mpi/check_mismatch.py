@@ -1,13 +1,18 @@
 """Ranks that call a collective with different sizes, dtypes, ops or roots all raise.
 
-MPI itself would return wrong data on some ranks without a word; the backend checks first.
+MPI itself would return wrong data on some ranks without a word; a checked group (as under
+TORCH_DISTRIBUTED_DEBUG=DETAIL) checks first.
 """
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.distributed as dist
 from _dist import init, passed
+
+os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"  # read when the groups are made
 
 RANK, SIZE, _ = init()
 ODD = RANK == SIZE - 1  # the one rank that passes something else

@@ -16,6 +16,11 @@ within the user's bound E, or returns None when the dtype cannot meet E at this 
 from __future__ import annotations
 
 import numpy as np
+from mpi4py import MPI
+
+from pycomm.collectives.buffers import finite_min_max
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.spec import CodecSpec
 
 DOUBLE_ROUNDOFF = 2.0**-53
 # Index range kept well inside the codec's own limit (|q| < 2^24), so no element overflows.
@@ -38,3 +43,27 @@ def rank_bound(
     if not (e > 0 and np.isfinite(e)) or magnitude / e >= MAX_INDEX:
         return None
     return e
+
+
+def agreed_kwargs(
+    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, op: str, what: str, *extra: object
+) -> dict | None:
+    """Agree on the settings across ranks; the pycodecs keywords, or None to go uncompressed.
+
+    For bounded exact-sum codecs (ebq) the per-rank bound comes from the error budget, so that
+    the reduced result keeps the user's bound (``mode="rel"``: relative to the range of all
+    ranks' finite inputs, agreed in the same allreduce); None also when the dtype cannot meet
+    that bound at this magnitude.
+    """
+    sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
+    label = f"{what} {spec.codec} {a.dtype} x{a.size} {op}"
+    if not (spec.caps.exact_sum and spec.caps.bounded):
+        eng.agree(label, sig)
+        return spec.codec_kwargs() if spec.compressed and a.size else None
+    lo, hi = finite_min_max(a)
+    hi, neg_lo = eng.agree(label, sig, (hi, -lo))
+    bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
+    e = rank_bound(bound, comm.Get_size(), max(abs(hi), abs(neg_lo)), op == "mean", a.dtype)
+    if e is None or a.size == 0:
+        return None
+    return spec.codec_kwargs(error_bound=e, mode="abs")

@@ -58,3 +58,22 @@ def finite_min_max(a: np.ndarray) -> tuple[float, float]:
         return lo, hi
     finite = a[np.isfinite(a)]
     return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+
+
+OPS = ("sum", "mean")
+
+
+def check_op(op: str) -> None:
+    if op not in OPS:
+        raise ValueError(f"op must be one of {OPS}, not {op!r}")
+
+
+def same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two flat views are the very same memory (in-place operation)."""
+    return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
+
+
+def check_in_place(a: np.ndarray, out: np.ndarray) -> None:
+    """out is a itself (in place) or apart from it."""
+    if not same_buffer(a, out) and np.shares_memory(a, out):
+        raise ValueError("out overlaps x without being x itself")

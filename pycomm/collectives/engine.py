@@ -1,0 +1,528 @@
+"""pycomm's runtime for one communicator: the one place that waits, times out and agrees.
+
+An ``Engine`` is attached to a communicator with MPI attribute caching, so it lives exactly as
+long as that communicator: ``Free`` runs the keyval's delete callback, which stops the engine's
+thread and frees its private duplicate. (A table keyed by ``py2f()`` would outlive it: MPI hands
+a freed handle to the next communicator.) Everything pycomm does on that communicator goes
+through its engine, both layers alike: the MPI collectives, pycomm's point-to-point, and the
+torch backend's process groups (which own their communicator, so need no duplicate).
+
+What an engine owns:
+- ``comm``: a private duplicate made collectively by the first collective, so that pycomm's
+  messages never meet the user's;
+- one order: collectives run one at a time, in call order, inline on the caller's thread when
+  nothing is queued, else on the engine's one thread (``submit``), so blocking and
+  non-blocking calls share one communicator;
+- one thread, started on first need: it runs queued collectives and completes the point-to-
+  point requests somebody asked a callback of;
+- one wait policy (``poll``), one deadline rule and one broken mark: a wait that sees no
+  completion within the timeout raises ``CommTimeout`` and marks the communicator broken, and
+  every later use raises at once (the failed operation's messages could still arrive);
+- the agreement (``agree``): one small allreduce that carries each rank's settings digest, its
+  local validity and the maxima the operation needs, so a bad argument or a mismatch on one
+  rank raises on every rank in the same call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+#: Seconds a wait may go without completing; ``MPIUCC_TIMEOUT`` sets it at import.
+DEFAULT_TIMEOUT_S = 1800.0
+# A wait first spins on Test (small operations finish in microseconds), then yields the CPU,
+# then naps with a growing pause: a long transfer must not take cores from the computation it
+# overlaps (MPI makes progress inside Test; the kernel's socket buffers cover a nap).
+_SPINS = 16
+_YIELDS = 256
+_FIRST_NAP_S, _LAST_NAP_S = 20e-6, 1e-3
+
+
+class CommTimeout(RuntimeError, TimeoutError):
+    """A communication did not complete within its timeout (some rank did not join it)."""
+
+
+class SettingsMismatchError(RuntimeError):
+    """Ranks called one collective with different codecs, parameters, dtypes or sizes."""
+
+
+class PeerArgumentError(ValueError):
+    """Another rank passed invalid arguments to the collective this rank joined."""
+
+
+def _env_timeout() -> float:
+    text = os.environ.get("MPIUCC_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise ValueError(f"MPIUCC_TIMEOUT must be a number of seconds, not {text!r}") from None
+    return value if value > 0 else DEFAULT_TIMEOUT_S
+
+
+_timeout_s = _env_timeout()
+
+
+def set_timeout(seconds: float) -> None:
+    """Set how long any pycomm wait may last before it raises ``CommTimeout`` (all threads)."""
+    global _timeout_s
+    if not seconds > 0:
+        raise ValueError(f"the timeout must be a positive number of seconds, not {seconds!r}")
+    _timeout_s = float(seconds)
+
+
+def get_timeout() -> float:
+    """The timeout in seconds (``MPIUCC_TIMEOUT``, else 1800, unless ``set_timeout`` changed it)."""
+    return _timeout_s
+
+
+def poll(test: Callable[[], object], deadline: float) -> bool:
+    """Call test() until it returns true (then True) or the deadline passes (then False)."""
+    spins, nap = 0, _FIRST_NAP_S
+    while not test():
+        spins += 1
+        if spins < _SPINS:
+            continue
+        if time.monotonic() > deadline:
+            return False
+        if spins < _YIELDS:
+            os.sched_yield()
+        else:
+            time.sleep(nap)
+            nap = min(2 * nap, _LAST_NAP_S)
+    return True
+
+
+def _tester(reqs: list[MPI.Request], status: MPI.Status | None) -> Callable[[], bool]:
+    if len(reqs) == 1:
+        req = reqs[0]
+        return lambda: req.Test(status)
+    return lambda: MPI.Request.Testall(reqs)
+
+
+# A queued collective: run(comm) on the engine's thread, then done(result, error).
+_Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]
+
+
+class Engine:
+    """pycomm's state and progress for one communicator (see the module's docstring)."""
+
+    def __init__(self, comm: MPI.Comm, owned: bool = False) -> None:
+        self._user = comm
+        self._comm: MPI.Comm | None = comm if owned else None
+        self._owned = owned
+        self.where = f"rank {comm.Get_rank()} of {comm.Get_size()}"
+        self.timeout_s: float | None = None  # None: pycomm's global timeout
+        self.broken: str | None = None
+        self._dup_lock = threading.Lock()
+        self._cv = threading.Condition(threading.Lock())
+        self._queue: deque[_Job | None] = deque()
+        self._watched: list[Posted] = []
+        self.exec_lock = threading.Lock()  # held while a collective runs, on either thread
+        self._thread: threading.Thread | None = None
+        self._wire: ThreadPoolExecutor | None = None
+
+    # -- the private communicator --
+    @property
+    def comm(self) -> MPI.Comm:
+        """pycomm's duplicate of the communicator; made (collectively) on first use."""
+        own = self._comm
+        if own is None:
+            with self._dup_lock:  # this engine's lock only: other communicators go on
+                own = self._comm
+                if own is None:
+                    own, req = self._user.Idup()
+                    self.wait([req], "the first pycomm collective (duplicating the communicator)")
+                    self._comm = own
+        return own
+
+    # -- deadlines and waits --
+    def deadline(self, timeout_s: float | None = None) -> float:
+        secs = timeout_s if timeout_s is not None else self.timeout_s
+        return time.monotonic() + (_timeout_s if secs is None else secs)
+
+    def check_usable(self) -> None:
+        """Raise CommTimeout at once if an earlier operation on this communicator timed out."""
+        if self.broken is not None:
+            raise CommTimeout(f"pycomm: this communicator cannot be used any more: {self.broken}")
+
+    def wait(
+        self,
+        reqs: list[MPI.Request],
+        what: str,
+        deadline: float | None = None,
+        status: MPI.Status | None = None,
+    ) -> None:
+        """Drive MPI until every request completes; on timeout mark broken, raise CommTimeout.
+
+        ``status`` receives the status of a single request.
+        """
+        deadline = self.deadline() if deadline is None else deadline
+        if not poll(_tester(reqs, status), deadline):
+            raise self.timed_out(what, deadline)
+
+    def probe(self, comm: MPI.Comm, source: int, tag: int, status: MPI.Status, what: str):
+        """A matched probe (``Mprobe``) that gives up at the deadline like ``wait``."""
+        found: list[MPI.Message] = []
+
+        def test() -> bool:
+            msg = comm.Improbe(source=source, tag=tag, status=status)
+            return msg is not None and not found.append(msg)
+
+        deadline = self.deadline()
+        if not poll(test, deadline):
+            raise self.timed_out(what, deadline)
+        return found[0]
+
+    def timed_out(self, what: str, deadline: float) -> CommTimeout:
+        """Mark the communicator broken and return the error to raise."""
+        if self.broken is None:
+            self.broken = f"an earlier {what} timed out"
+        late = time.monotonic() - deadline
+        return CommTimeout(
+            f"pycomm: {what} did not complete within the timeout on {self.where} "
+            f"({late:.2f} s past the deadline): some rank did not join it or died. The "
+            "communicator is unusable; end the job (run scripts as `python -m mpi4py "
+            "script.py`, or inside `pycomm.abort_on_error()`, so that the error aborts it)."
+        )
+
+    # -- the agreement --
+    def agree(self, what: str, settings: int, maxima: Sequence[float] = (0.0, 0.0)) -> np.ndarray:
+        """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX.
+
+        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 40-byte
+        allreduce, whatever the codec. Raises on every rank when any rank's arguments were
+        invalid or the digests differ.
+        """
+        v = np.array([settings, -settings, 0.0, *maxima], dtype=np.float64)
+        self._reduce_max(v, what)
+        if v[2]:
+            raise PeerArgumentError(
+                f"pycomm: another rank passed invalid arguments to {what} ({self.where}); "
+                "its own error says which"
+            )
+        if v[0] != -v[1]:
+            raise SettingsMismatchError(
+                f"pycomm: ranks called {what} with different arguments ({self.where}); every "
+                "rank must pass the same codec, parameters, dtype, size, op and root"
+            )
+        return v[3:]
+
+    def agree_failed(self, what: str, error: BaseException, maxima: int = 2) -> None:
+        """This rank's arguments are invalid: tell the others in the agreement, raise error."""
+        v = np.zeros(3 + maxima)
+        v[2] = 1.0
+        self._reduce_max(v, what)
+        raise error
+
+    def _reduce_max(self, v: np.ndarray, what: str) -> None:
+        comm = self.comm
+        self.wait([comm.Iallreduce(MPI.IN_PLACE, v, op=MPI.MAX)], f"settings check of {what}")
+
+    # -- call order: inline when idle, else the engine's thread --
+    def try_begin(self) -> bool:
+        """Claim the communicator for an inline collective; False if anything is queued."""
+        if self._queue or not self.exec_lock.acquire(False):
+            return False
+        if self._queue:  # another thread queued meanwhile: keep the order
+            self.exec_lock.release()
+            return False
+        return True
+
+    def run(self, job: Callable[[MPI.Comm], Any], what: str) -> Any:
+        """Run a blocking collective as the next in call order and return its result."""
+        self.check_usable()
+        comm = self.comm
+        if self.try_begin():
+            try:
+                return job(comm)
+            finally:
+                self.exec_lock.release()
+        if self.on_thread():
+            # A callback runs on the engine's thread: waiting there for collectives queued
+            # behind it would never end.
+            raise RuntimeError(
+                f"pycomm: blocking {what} from a callback on the engine's thread while "
+                "collectives are queued; use the non-blocking form there"
+            )
+        future: Future = Future()
+        self.enqueue(job, _completer(future))
+        return future.result()
+
+    def submit(self, job: Callable[[MPI.Comm], Any]) -> Request:
+        """Queue a collective for the engine's thread; its Request completes when it is done."""
+        self.check_usable()
+        self.comm  # noqa: B018 (made now, in call order, if it is the first collective)
+        future: Future = Future()
+        self.enqueue(job, _completer(future))
+        return Request(future)
+
+    def enqueue(
+        self, job: Callable[[MPI.Comm], Any], done: Callable[[Any, BaseException | None], None]
+    ) -> None:
+        """Queue job(comm); done(result, error) is called on the engine's thread after it."""
+        with self._cv:
+            self._queue.append((job, done))
+            self._start_thread()
+            self._cv.notify()
+
+    def on_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def wire(self) -> ThreadPoolExecutor:
+        """The thread that exchanges segment k of a pipelined collective while the caller
+        compresses segment k+1 (started by the first collective large enough to pipeline)."""
+        with self._cv:
+            if self._wire is None:
+                self._wire = ThreadPoolExecutor(1, thread_name_prefix="pycomm-wire")
+            return self._wire
+
+    # -- requests somebody wants a callback of --
+    def watch(self, posted: Posted) -> None:
+        """Have the engine's thread complete ``posted`` (it has a callback, nobody waits)."""
+        with self._cv:
+            self._watched.append(posted)
+            self._start_thread()
+            self._cv.notify()
+
+    # -- the thread --
+    def _start_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name=f"pycomm-engine-{self.where}", daemon=True
+            )
+            self._thread.start()
+
+    def _loop(self) -> None:
+        nap = _FIRST_NAP_S
+        while True:
+            with self._cv:
+                while not self._queue and not self._watched:
+                    self._cv.wait()
+                item = self._queue.popleft() if self._queue else False
+            if item is None:
+                return
+            if item is not False:
+                self._execute(item)
+                nap = _FIRST_NAP_S
+                continue
+            if self._progress_watched():
+                nap = _FIRST_NAP_S
+            else:
+                with self._cv:
+                    if not self._queue:
+                        self._cv.wait(nap)
+                nap = min(2 * nap, _LAST_NAP_S)
+
+    def _execute(self, item: _Job) -> None:
+        job, done = item
+        result, error = None, None
+        with self.exec_lock:
+            try:
+                self.check_usable()
+                result = job(self.comm)
+            except BaseException as exc:  # handed to the waiter, never lost
+                error = exc
+        done(result, error)
+
+    def _progress_watched(self) -> bool:
+        """Test the watched requests once; True if any completed."""
+        with self._cv:
+            watched = list(self._watched)
+        finished = [p for p in watched if p.progress()]
+        if finished:
+            with self._cv:
+                self._watched = [p for p in self._watched if p not in finished]
+        return bool(finished)
+
+    def close(self) -> None:
+        """Let queued collectives finish, stop the thread, free the duplicate."""
+        with self._cv:
+            thread = self._thread
+            if thread is not None:
+                self._queue.append(None)
+                self._cv.notify()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        self._thread = None
+        if self._wire is not None:
+            self._wire.shutdown()
+            self._wire = None
+        own, self._comm = self._comm, None
+        if own is not None and not self._owned and self.broken is None:
+            own.Free()
+        self.broken = self.broken or "the communicator was freed"
+
+
+def _completer(future: Future) -> Callable[[Any, BaseException | None], None]:
+    def done(result: Any, error: BaseException | None) -> None:
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    return done
+
+
+# -- one engine per communicator, cached on it --
+
+_keyval: int | None = None
+_keyval_lock = threading.Lock()
+
+
+def _delete(comm: MPI.Comm, keyval: int, engine: Engine) -> None:
+    engine.close()
+
+
+def _key() -> int:
+    global _keyval
+    if _keyval is None:
+        with _keyval_lock:
+            if _keyval is None:
+                _keyval = MPI.Comm.Create_keyval(delete_fn=_delete)
+    return _keyval
+
+
+def engine_of(comm: MPI.Comm | None, owned: bool = False) -> Engine:
+    """The engine of comm (COMM_WORLD by default), made on first use without MPI traffic.
+
+    ``owned``: comm belongs to pycomm (a torch process group's), so the engine uses it as its
+    private communicator instead of a duplicate.
+    """
+    comm = MPI.COMM_WORLD if comm is None else comm
+    if comm == MPI.COMM_NULL:
+        raise ValueError("pycomm: MPI.COMM_NULL is not a communicator to communicate on")
+    key = _key()
+    engine = comm.Get_attr(key)
+    if engine is None:
+        with _keyval_lock:
+            engine = comm.Get_attr(key)
+            if engine is None:
+                engine = Engine(comm, owned)
+                comm.Set_attr(key, engine)
+    return engine
+
+
+# -- requests --
+
+
+class Request:
+    """A non-blocking operation: ``wait()`` returns its result, ``test()`` says if it is done.
+
+    An operation that failed keeps its error: every ``wait()`` raises it again.
+    """
+
+    def __init__(self, future: Future, posted: Posted | None = None) -> None:
+        self._future = future
+        self._posted = posted
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """The result; raises the operation's error. With ``timeout``, TimeoutError after it
+        (the operation goes on); without, pycomm's timeout applies (CommTimeout)."""
+        if self._posted is not None and not self._future.done():
+            self._posted.drive(timeout)
+        return self._future.result(timeout)
+
+    def test(self) -> bool:
+        if self._posted is not None and not self._future.done():
+            self._posted.progress()
+        return self._future.done()
+
+    def add_done_callback(self, fn: Callable[[Request], Any]) -> None:
+        """Call fn(self) once the operation is done (on the thread that completes it)."""
+        self._future.add_done_callback(lambda _: fn(self))
+        if self._posted is not None and not self._future.done():
+            self._posted.engine.watch(self._posted)
+
+
+class Posted:
+    """Posted MPI requests that complete with ``finish()`` (point-to-point): MPI is driven by
+    whoever tests or waits, or by the engine's thread once a callback is asked for."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        reqs: list[MPI.Request],
+        finish: Callable[[], Any],
+        what: str,
+        status: MPI.Status | None = None,
+        keep: Any = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.engine, self.what, self.future = engine, what, Future()
+        self._reqs, self._finish, self._status, self._keep = reqs, finish, status, keep
+        self._test = _tester(reqs, status)
+        self._deadline = engine.deadline(timeout_s)
+        self._lock = threading.Lock()
+
+    def request(self) -> Request:
+        return Request(self.future, self)
+
+    def progress(self) -> bool:
+        """Test once (never blocks); True when done. Past the deadline: fails, group broken."""
+        if not self._lock.acquire(False):
+            return False
+        try:
+            if self.future.done():
+                return True
+            if self._test():
+                self._complete()
+            elif time.monotonic() > self._deadline:
+                self._fail(self.engine.timed_out(self.what, self._deadline))
+            return self.future.done()
+        finally:
+            self._lock.release()
+
+    def drive(self, timeout: float | None, give_up: bool = False) -> None:
+        """Wait for completion up to ``timeout`` seconds (else to the deadline). Past the
+        deadline, or past ``timeout`` with ``give_up``, the operation fails (cancelled, the
+        communicator broken); past ``timeout`` alone it goes on."""
+        with self._lock:
+            if self.future.done():
+                return
+            deadline = self._deadline if timeout is None else time.monotonic() + timeout
+            if poll(self._test, deadline):
+                self._complete()
+            elif timeout is None or give_up:
+                self._fail(self.engine.timed_out(self.what, deadline))
+
+    def _complete(self) -> None:
+        self._keep = None
+        try:
+            result = self._finish()
+        except BaseException as exc:  # kept: every wait raises it
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(result)
+
+    def _fail(self, error: BaseException) -> None:
+        for req in self._reqs:  # nothing may land in the buffer later (it stays referenced)
+            with contextlib.suppress(MPI.Exception):
+                req.Cancel()
+                req.Test()
+        self.future.set_exception(error)
+
+
+@contextlib.contextmanager
+def abort_on_error(comm: MPI.Comm | None = None, code: int = 1) -> Iterator[None]:
+    """Print an exception escaping the block, then abort the whole job (``MPI_Abort``).
+
+    After a CommTimeout, MPI_Finalize would wait for the rank that never came; aborting
+    ends every rank at once, with the error on this rank's stderr.
+    """
+    try:
+        yield
+    except (Exception, KeyboardInterrupt):
+        traceback.print_exc()
+        sys.stderr.flush()
+        (MPI.COMM_WORLD if comm is None else comm).Abort(code)

@@ -1,0 +1,98 @@
+"""Moving frames between ranks: every received frame is checked before it is decoded.
+
+A frame from another rank is untrusted. Its size is capped before anything is allocated (the
+largest frame the expected codec can make of the expected count), and its header is checked
+against what this rank expects (codec, dtype, count) before any decode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pycodecs
+from mpi4py import MPI
+
+from pycomm.collectives.engine import Engine, SettingsMismatchError
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a received frame must be: made by ``kw`` (pycodecs.compress keywords) of
+    ``count`` elements of ``dtype``."""
+
+    kw: dict
+    dtype: str
+    count: int
+
+    @property
+    def codec(self) -> str:
+        return self.kw["codec"]
+
+    def max_size(self) -> int:
+        """The largest frame of this codec, dtype and count (the receive cap)."""
+        return pycodecs.compress_bound(self.count, dtype=self.dtype, **self.kw)
+
+    def check(self, frame: object, source: str) -> object:
+        """The frame, if its header says what this rank expects; else raise."""
+        try:
+            h = pycodecs.header(frame)
+        except pycodecs.CodecError as exc:
+            raise SettingsMismatchError(f"pycomm: corrupt frame from {source}: {exc}") from None
+        if (h.codec, h.dtype, h.count) != (self.codec, self.dtype, self.count):
+            raise SettingsMismatchError(
+                f"pycomm: received a {h.codec} frame of {h.count} {h.dtype} from {source}, "
+                f"expected {self.codec} of {self.count} {self.dtype}"
+            )
+        return frame
+
+
+def recv_frame(eng: Engine, comm: MPI.Comm, source: int, tag: int, expect: Expect) -> bytearray:
+    """Receive one frame of unknown size (matched probe, safe with threads), capped, checked."""
+    status = MPI.Status()
+    what = f"receive from rank {source}"
+    msg = eng.probe(comm, source, tag, status, what)
+    n = status.Get_count(MPI.BYTE)
+    cap = expect.max_size()
+    buf = bytearray(min(n, cap))
+    if n > cap:  # take the message off the wire into the cap, and refuse it
+        status = MPI.Status()
+        req = msg.Irecv([buf, MPI.BYTE])
+        try:
+            eng.wait([req], what, status=status)
+        except MPI.Exception:
+            pass
+        raise SettingsMismatchError(
+            f"pycomm: rank {source} sent {n} bytes, more than any {expect.codec} frame of "
+            f"{expect.count} {expect.dtype} ({cap} bytes)"
+        )
+    eng.wait([msg.Irecv([buf, MPI.BYTE])], what)
+    expect.check(buf, f"rank {source}")
+    return buf
+
+
+def allgather_frames(
+    eng: Engine, comm: MPI.Comm, frame: object, expect: list[Expect]
+) -> list[memoryview]:
+    """Every rank's frame, in rank order, on every rank; rank r's is checked against expect[r]."""
+    size = comm.Get_size()
+    mine = memoryview(frame).cast("B")
+    sizes = np.empty(size, dtype=np.int64)
+    mine_size = np.array([mine.nbytes], dtype=np.int64)
+    eng.wait([comm.Iallgather(mine_size, sizes)], "allgather of frame sizes")
+    for r, (n, e) in enumerate(zip(sizes, expect, strict=True)):
+        if not 0 <= n <= e.max_size():
+            raise SettingsMismatchError(
+                f"pycomm: rank {r} announced a frame of {n} bytes, not a {e.codec} frame of "
+                f"{e.count} {e.dtype}"
+            )
+    displs = np.zeros(size, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=displs[1:])
+    gathered = bytearray(int(sizes.sum()))
+    req = comm.Iallgatherv([mine, MPI.BYTE], [gathered, (sizes, displs), MPI.BYTE])
+    eng.wait([req], "allgather of frames")
+    view = memoryview(gathered)
+    frames = [view[int(d) : int(d + n)] for d, n in zip(displs, sizes, strict=True)]
+    for r, (f, e) in enumerate(zip(frames, expect, strict=True)):
+        e.check(f, f"rank {r}")
+    return frames

@@ -1,0 +1,93 @@
+"""The ring: chunk frames reduced around the ranks, then the reduced chunks gathered.
+
+Step by step, for a part of ``count`` elements split into N chunks (one per rank):
+1. ``first``: exact-sum codecs (ebq) compress every chunk once (error feedback per chunk);
+   other codecs compress only the chunk this rank sends first.
+2. ``exchange``: N-1 ring steps. At step s a rank sends its partial sum of chunk (rank - s) to
+   the right and combines what comes from the left into its partial sum of chunk (rank - s - 1):
+   ebq adds the frames' integer indices exactly (``ebq_add``); other codecs decode, add this
+   rank's raw chunk and compress again. Each chunk is reduced in one fixed order, so rank r ends
+   with the finished frame of chunk r + 1. An allgather of those frames gives every rank every
+   chunk's frame (reduce_scatter stops before it).
+3. ``decode``: every rank decodes the same bytes, so every rank holds the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pycodecs
+from mpi4py import MPI
+
+from pycomm.collectives.buffers import chunk_bounds
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.frames import Expect, allgather_frames, recv_frame
+
+RING_TAG = 0x5C0
+
+
+def compress(x: np.ndarray, kw: dict, residual: np.ndarray | None = None) -> bytearray:
+    """One frame of x, with error feedback into residual when one is given."""
+    if residual is None:
+        return pycodecs.compress(x, **kw)
+    return pycodecs.compress_ef(x, residual, **kw)
+
+
+class Ring:
+    """The ring allreduce (and reduce-scatter) of one part on one communicator."""
+
+    def __init__(self, eng: Engine, comm: MPI.Comm, kw: dict, exact: bool) -> None:
+        self.eng, self.comm, self.kw, self.exact = eng, comm, kw, exact
+        self.size, self.rank = comm.Get_size(), comm.Get_rank()
+
+    def first(self, part: np.ndarray, residual: np.ndarray | None) -> list:
+        """The frames this rank makes before the ring starts (step 1)."""
+        bounds = chunk_bounds(part.size, self.size)
+        if self.exact:
+            res = [None if residual is None else residual[lo:hi] for lo, hi in bounds]
+            return [
+                compress(part[lo:hi], self.kw, r) for (lo, hi), r in zip(bounds, res, strict=True)
+            ]
+        if residual is not None:
+            raise ValueError("error feedback with a quantizer needs the allgather algorithm")
+        frames: list = [None] * self.size
+        lo, hi = bounds[self.rank]
+        frames[self.rank] = compress(part[lo:hi], self.kw)
+        return frames
+
+    def reduce_scatter(self, frames: list, part: np.ndarray) -> object:
+        """Step 2's ring: the reduced frame of chunk (rank + 1) % N."""
+        size, rank, comm, eng = self.size, self.rank, self.comm, self.eng
+        bounds = chunk_bounds(part.size, size)
+        right, left = (rank + 1) % size, (rank - 1) % size
+        for step in range(size - 1):
+            send_idx, recv_idx = (rank - step) % size, (rank - step - 1) % size
+            req = comm.Isend([frames[send_idx], MPI.BYTE], dest=right, tag=RING_TAG)
+            lo, hi = bounds[recv_idx]
+            received = recv_frame(
+                eng, comm, left, RING_TAG, Expect(self.kw, part.dtype.name, hi - lo)
+            )
+            eng.wait([req], f"ring step {step} (send to rank {right})")
+            frames[recv_idx] = self._combine(received, frames[recv_idx], part[lo:hi])
+        return frames[(rank + 1) % size]
+
+    def _combine(self, received: bytearray, mine: object, chunk: np.ndarray) -> object:
+        if self.exact:
+            return pycodecs.ebq_add(received, mine)
+        acc = pycodecs.decompress(received, out=np.empty_like(chunk))
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate, by policy
+            acc += chunk
+        return compress(acc, self.kw)
+
+    def exchange(self, frames: list, part: np.ndarray) -> list:
+        """Step 2 whole: every chunk's reduced frame, in chunk order, on every rank."""
+        size = self.size
+        bounds = chunk_bounds(part.size, size)
+        owned = [bounds[(r + 1) % size] for r in range(size)]  # rank r holds chunk r + 1
+        expect = [Expect(self.kw, part.dtype.name, hi - lo) for lo, hi in owned]
+        gathered = allgather_frames(self.eng, self.comm, self.reduce_scatter(frames, part), expect)
+        return [gathered[(c - 1) % size] for c in range(size)]
+
+    def decode(self, frames: list, out: np.ndarray) -> None:
+        """Step 3: the chunks' frames into out."""
+        for (lo, hi), f in zip(chunk_bounds(out.size, len(frames)), frames, strict=True):
+            pycodecs.decompress(f, out=out[lo:hi])

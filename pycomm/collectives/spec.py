@@ -1,0 +1,91 @@
+"""What a collective compresses with: a codec, its options, and what the codec can do."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from pycodecs._params import params_from
+from pycodecs.capabilities import CAPABILITIES, OPTIONS, Capabilities
+
+NONE = Capabilities(bounded=True, exact_sum=False, lossless=True, error_feedback=False)
+
+
+class CodecSpec:
+    """A codec and its options (those of ``pycodecs.compress``), checked when made.
+
+    ``codec="none"`` sends the data uncompressed. Options not given take pycodecs' defaults;
+    read them as attributes (``spec.error_bound``). Immutable, hashable and picklable.
+    """
+
+    __slots__ = ("codec", "_options")
+
+    def __init__(self, codec: str = "none", **options: Any) -> None:
+        unknown = options.keys() - OPTIONS.keys()
+        if unknown:
+            raise TypeError(f"unknown codec option(s): {', '.join(sorted(unknown))}")
+        merged = {**OPTIONS, **options}
+        if codec != "none":
+            if codec not in CAPABILITIES:
+                choices = ", ".join(("none", *CAPABILITIES))
+                raise ValueError(f"unknown codec {codec!r}; choose from {choices}")
+            params_from(codec, "float32", merged)  # every option checked now, not mid-call
+        object.__setattr__(self, "codec", codec)
+        object.__setattr__(self, "_options", tuple(merged.items()))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in OPTIONS:
+            return dict(self._options)[name]
+        raise AttributeError(f"CodecSpec has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("CodecSpec is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CodecSpec) and (self.codec, self._options) == (
+            other.codec,
+            other._options,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.codec, self._options))
+
+    def __repr__(self) -> str:
+        changed = ", ".join(f"{k}={v!r}" for k, v in self._options if OPTIONS[k] != v)
+        return f"CodecSpec({self.codec!r}{', ' if changed else ''}{changed})"
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (self.codec, self._options))
+
+    @property
+    def compressed(self) -> bool:
+        return self.codec != "none"
+
+    @property
+    def caps(self) -> Capabilities:
+        """What the codec can do (``pycodecs.capabilities``)."""
+        return CAPABILITIES.get(self.codec, NONE)
+
+    def options(self) -> dict[str, Any]:
+        return dict(self._options)
+
+    def codec_kwargs(self, **changes: Any) -> dict[str, Any]:
+        """Keywords for pycodecs.compress: the codec ("raw" for none) and its options."""
+        return {"codec": self.codec if self.compressed else "raw", **self.options(), **changes}
+
+    def signature(self, *extra: object) -> int:
+        """A 31-bit digest of the settings (and extra context) that all ranks must share."""
+        return zlib.crc32(repr((self.codec, self._options, extra)).encode()) & 0x7FFFFFFF
+
+
+def _rebuild(codec: str, options: tuple) -> CodecSpec:
+    return CodecSpec(codec, **dict(options))
+
+
+def make_spec(codec: str | CodecSpec | None, **options: Any) -> CodecSpec:
+    """A CodecSpec from a name and keywords, or the spec itself."""
+    if isinstance(codec, CodecSpec):
+        if options:
+            raise TypeError("pass codec options inside the CodecSpec, not beside it")
+        return codec
+    return CodecSpec(codec or "none", **options)
