@@ -55,3 +55,8 @@ def test_cuda_tensors_staged_through_host() -> None:
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_mismatched_arguments_raise_on_every_rank(ranks: int) -> None:
     assert "mismatch: passed" in run_mpi(SCRIPTS / "check_mismatch.py", ranks, timeout=90)
+
+
+def test_point_to_point_checks_size_dtype_and_time() -> None:
+    out = run_mpi(SCRIPTS / "check_p2p_checks.py", 2, timeout=90)
+    assert "checked point-to-point: passed" in out

@@ -20,3 +20,8 @@ def test_allgather_bcast_p2p(ranks: int) -> None:
 
 def test_single_rank() -> None:
     assert "passed" in run_mpi(SCRIPTS / "check_allreduce.py", 1)
+
+
+def test_runtime_defects_stay_fixed() -> None:
+    """Handles reused after Free, sticky request errors, argument errors, first-touch order."""
+    assert "runtime: passed" in run_mpi(SCRIPTS / "check_runtime.py", 2, timeout=120)

@@ -48,8 +48,8 @@ TINY = [
     "text, want",
     [
         ("none", pycomm.CodecSpec()),
-        ("ebq:rel:1e-3", pycomm.CodecSpec("ebq", 1e-3, "rel")),
-        ("ebq:abs:0.5:level=dense", pycomm.CodecSpec("ebq", 0.5, "abs", level="dense")),
+        ("ebq:rel:1e-3", pycomm.CodecSpec("ebq", error_bound=1e-3, mode="rel")),
+        ("ebq:abs:0.5:level=dense", pycomm.CodecSpec("ebq", error_bound=0.5, mode="abs", level="dense")),
     ],
 )
 def test_codec_strings_parse_and_print_back(text: str, want: pycomm.CodecSpec) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from _check import COMM, RANK, SIZE, available, everyone, max_error, same_everywhere
+from _check import COMM, QUANTIZERS, RANK, SIZE, everyone, max_error, params, same_everywhere
 
 import pycomm
 
@@ -45,7 +45,7 @@ def check_ebq(n, dtype, op, mode, bound, kind, algorithm) -> None:
 
 def check_quantizer(codec, n, op, algorithm) -> None:
     x = data("normal", n, np.float32)
-    y = pycomm.allreduce(x, codec=codec, op=op, algorithm=algorithm)
+    y = pycomm.allreduce(x, codec=codec, op=op, algorithm=algorithm, **params(codec))
     same_everywhere(y, f"{codec} n={n} {op} {algorithm}")
     exact = everyone(x).astype(np.float64).sum(0) / (SIZE if op == "mean" else 1)
     assert y.shape == exact.shape
@@ -66,9 +66,8 @@ def check_nonblocking() -> None:
 def check_error_feedback() -> None:
     """With residuals, sum over steps of the results tracks the sum of inputs (no drift)."""
     n, steps = 20_000, 6
-    for codec, kw in (("ebq", {"error_bound": 1e-3, "mode": "rel"}), ("int8", {}), ("sign", {})):
-        if not available(codec):
-            continue
+    ef = [("ebq", {"error_bound": 1e-3, "mode": "rel"})] + [(q, params(q)) for q in QUANTIZERS]
+    for codec, kw in ef:
         residual = np.zeros(n, np.float32)
         sent = np.zeros(n, np.float64)
         got = np.zeros(n, np.float64)
@@ -124,11 +123,10 @@ def main() -> None:
         for mode, bound in (("abs", 1e-4), ("rel", 1e-4)):
             for algorithm in ("ring", "allgather"):
                 check_ebq(40_001, np.float32, "sum", mode, bound, kind, algorithm)
-    for codec in ("none", "fp16", "bf16", "int8", "int4", "sign", "qsgd"):
-        if codec == "none" or available(codec):
-            for algorithm in ("ring", "allgather"):
-                for n in (0, 1, 40_001):
-                    check_quantizer(codec, n, "mean", algorithm)
+    for codec in ("none", *QUANTIZERS):
+        for algorithm in ("ring", "allgather"):
+            for n in (0, 1, 40_001):
+                check_quantizer(codec, n, "mean", algorithm)
     check_nonblocking()
     check_error_feedback()
     check_reduce_scatter()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from _check import COMM, RANK, SIZE, available, everyone, max_error, same_everywhere
+import pycodecs
+from _check import COMM, QUANTIZERS, RANK, SIZE, everyone, max_error, params, same_everywhere
 
 import pycomm
 
@@ -11,13 +12,13 @@ import pycomm
 def check_allgather() -> None:
     for n in (0, 1, 777):
         x = np.random.default_rng(RANK).standard_normal(n).astype(np.float32)
-        for codec, kw in (("none", {}), ("ebq", {"error_bound": 1e-3}), ("fp16", {})):
-            if codec != "none" and not available(codec):
-                continue
+        for codec in ("none", "ebq", *QUANTIZERS):
+            kw = params(codec)
             y = pycomm.allgather(x, codec=codec, **kw)
             same_everywhere(y, f"allgather {codec} n={n}")
             assert y.shape == (SIZE, n)
-            assert max_error(y, everyone(x)) <= kw.get("error_bound", 1e-3)
+            bound = 1e-3 if codec in ("none", "ebq", "fp16") else 4 * np.abs(x).max(initial=0)
+            assert max_error(y, everyone(x)) <= max(bound, 1e-3), codec
             req = pycomm.iallgather(x, codec=codec, **kw)
             assert np.array_equal(req.wait(timeout=60), y)
 
@@ -48,6 +49,14 @@ def check_p2p() -> None:
     rreq.wait(timeout=60)
     sent = np.random.default_rng(peer).standard_normal(3001).astype(np.float32)
     assert max_error(out, sent) <= 1e-4
+    for codec in QUANTIZERS:  # every quantizer through send/recv, decoded as sent
+        kw = params(codec)
+        if RANK % 2 == 0:
+            pycomm.send(x, dest=peer, tag=10, codec=codec, **kw)
+        else:
+            pycomm.recv(out, source=peer, tag=10, codec=codec, **kw)
+            want = pycodecs.decompress(pycodecs.compress(sent, codec=codec, **kw))
+            assert np.array_equal(out, want), codec
     if RANK % 2 == 0:
         pycomm.send(x, dest=peer, tag=8)
         pycomm.send(x, dest=peer, tag=9, codec="ebq", error_bound=1e-4)

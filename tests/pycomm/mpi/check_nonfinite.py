@@ -4,7 +4,7 @@ arose (codecs/FORMAT.md, "Non-finite values"), and error feedback stays clean.""
 from __future__ import annotations
 
 import numpy as np
-from _check import COMM, RANK, SIZE, available, everyone, same_everywhere
+from _check import COMM, RANK, SIZE, everyone, same_everywhere
 
 import pycomm
 
@@ -126,7 +126,7 @@ def check_nan_payloads() -> None:
 
 
 def main() -> None:
-    names = [n for n in CODECS if n == "none" or available(codec_of(n)[0])]
+    names = list(CODECS)
     for name in names:
         for n in (1, 7, 40_001):
             for algorithm in ("ring", "allgather"):
