@@ -4,23 +4,23 @@ No torch import here: tensors are taken as buffers. The modules, from the top: t
 collectives (``reduction``: allreduce and reduce_scatter; ``gather``: allgather and bcast;
 ``p2p``), the algorithms (``ring``, ``gathered``), the frame transport (``frames``), the error
 budget (``bound``), the codec spec (``spec``), ``buffers``, and under them all the ``engine``
-of each communicator.
+of each communicator with its ``requests`` and ``waits``.
 """
 
-from pycomm.collectives.engine import (
+from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
+from pycomm.collectives.p2p import irecv, isend, recv, send
+from pycomm.collectives.reduction import allreduce, iallreduce, ireduce_scatter, reduce_scatter
+from pycomm.collectives.requests import Request
+from pycomm.collectives.spec import CodecSpec
+from pycomm.collectives.stats import CommStats
+from pycomm.collectives.waits import (
     CommTimeout,
     PeerArgumentError,
-    Request,
     SettingsMismatchError,
     abort_on_error,
     get_timeout,
     set_timeout,
 )
-from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
-from pycomm.collectives.p2p import irecv, isend, recv, send
-from pycomm.collectives.reduction import allreduce, iallreduce, ireduce_scatter, reduce_scatter
-from pycomm.collectives.spec import CodecSpec
-from pycomm.collectives.stats import CommStats
 
 __all__ = [
     "CodecSpec",

@@ -25,90 +25,27 @@ What an engine owns:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import threading
 import time
-import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
-#: Seconds a wait may go without completing; ``MPIUCC_TIMEOUT`` sets it at import.
-DEFAULT_TIMEOUT_S = 1800.0
-# A wait first spins on Test (small operations finish in microseconds), then yields the CPU,
-# then naps with a growing pause: a long transfer must not take cores from the computation it
-# overlaps (MPI makes progress inside Test; the kernel's socket buffers cover a nap).
-_SPINS = 16
-_YIELDS = 256
-_FIRST_NAP_S, _LAST_NAP_S = 20e-6, 1e-3
-
-
-class CommTimeout(RuntimeError, TimeoutError):
-    """A communication did not complete within its timeout (some rank did not join it)."""
-
-
-class SettingsMismatchError(RuntimeError):
-    """Ranks called one collective with different codecs, parameters, dtypes or sizes."""
-
-
-class PeerArgumentError(ValueError):
-    """Another rank passed invalid arguments to the collective this rank joined."""
-
-
-def _env_timeout() -> float:
-    text = os.environ.get("MPIUCC_TIMEOUT", "")
-    try:
-        value = float(text) if text else DEFAULT_TIMEOUT_S
-    except ValueError:
-        raise ValueError(f"MPIUCC_TIMEOUT must be a number of seconds, not {text!r}") from None
-    return value if value > 0 else DEFAULT_TIMEOUT_S
-
-
-_timeout_s = _env_timeout()
-
-
-def set_timeout(seconds: float) -> None:
-    """Set how long any pycomm wait may last before it raises ``CommTimeout`` (all threads)."""
-    global _timeout_s
-    if not seconds > 0:
-        raise ValueError(f"the timeout must be a positive number of seconds, not {seconds!r}")
-    _timeout_s = float(seconds)
-
-
-def get_timeout() -> float:
-    """The timeout in seconds (``MPIUCC_TIMEOUT``, else 1800, unless ``set_timeout`` changed it)."""
-    return _timeout_s
-
-
-def poll(test: Callable[[], object], deadline: float) -> bool:
-    """Call test() until it returns true (then True) or the deadline passes (then False)."""
-    spins, nap = 0, _FIRST_NAP_S
-    while not test():
-        spins += 1
-        if spins < _SPINS:
-            continue
-        if time.monotonic() > deadline:
-            return False
-        if spins < _YIELDS:
-            os.sched_yield()
-        else:
-            time.sleep(nap)
-            nap = min(2 * nap, _LAST_NAP_S)
-    return True
-
-
-def _tester(reqs: list[MPI.Request], status: MPI.Status | None) -> Callable[[], bool]:
-    if len(reqs) == 1:
-        req = reqs[0]
-        return lambda: req.Test(status)
-    return lambda: MPI.Request.Testall(reqs)
-
+from pycomm.collectives.requests import Posted, Request
+from pycomm.collectives.waits import (
+    FIRST_NAP_S,
+    LAST_NAP_S,
+    CommTimeout,
+    PeerArgumentError,
+    SettingsMismatchError,
+    get_timeout,
+    poll,
+    tester,
+)
 
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]
@@ -149,7 +86,7 @@ class Engine:
     # -- deadlines and waits --
     def deadline(self, timeout_s: float | None = None) -> float:
         secs = timeout_s if timeout_s is not None else self.timeout_s
-        return time.monotonic() + (_timeout_s if secs is None else secs)
+        return time.monotonic() + (get_timeout() if secs is None else secs)
 
     def check_usable(self) -> None:
         """Raise CommTimeout at once if an earlier operation on this communicator timed out."""
@@ -168,7 +105,7 @@ class Engine:
         ``status`` receives the status of a single request.
         """
         deadline = self.deadline() if deadline is None else deadline
-        if not poll(_tester(reqs, status), deadline):
+        if not poll(tester(reqs, status), deadline):
             raise self.timed_out(what, deadline)
 
     def probe(self, comm: MPI.Comm, source: int, tag: int, status: MPI.Status, what: str):
@@ -304,7 +241,7 @@ class Engine:
             self._thread.start()
 
     def _loop(self) -> None:
-        nap = _FIRST_NAP_S
+        nap = FIRST_NAP_S
         while True:
             with self._cv:
                 while not self._queue and not self._watched:
@@ -314,15 +251,15 @@ class Engine:
                 return
             if item is not False:
                 self._execute(item)
-                nap = _FIRST_NAP_S
+                nap = FIRST_NAP_S
                 continue
             if self._progress_watched():
-                nap = _FIRST_NAP_S
+                nap = FIRST_NAP_S
             else:
                 with self._cv:
                     if not self._queue:
                         self._cv.wait(nap)
-                nap = min(2 * nap, _LAST_NAP_S)
+                nap = min(2 * nap, LAST_NAP_S)
 
     def _execute(self, item: _Job) -> None:
         job, done = item
@@ -411,118 +348,3 @@ def engine_of(comm: MPI.Comm | None, owned: bool = False) -> Engine:
                 engine = Engine(comm, owned)
                 comm.Set_attr(key, engine)
     return engine
-
-
-# -- requests --
-
-
-class Request:
-    """A non-blocking operation: ``wait()`` returns its result, ``test()`` says if it is done.
-
-    An operation that failed keeps its error: every ``wait()`` raises it again.
-    """
-
-    def __init__(self, future: Future, posted: Posted | None = None) -> None:
-        self._future = future
-        self._posted = posted
-
-    def wait(self, timeout: float | None = None) -> Any:
-        """The result; raises the operation's error. With ``timeout``, TimeoutError after it
-        (the operation goes on); without, pycomm's timeout applies (CommTimeout)."""
-        if self._posted is not None and not self._future.done():
-            self._posted.drive(timeout)
-        return self._future.result(timeout)
-
-    def test(self) -> bool:
-        if self._posted is not None and not self._future.done():
-            self._posted.progress()
-        return self._future.done()
-
-    def add_done_callback(self, fn: Callable[[Request], Any]) -> None:
-        """Call fn(self) once the operation is done (on the thread that completes it)."""
-        self._future.add_done_callback(lambda _: fn(self))
-        if self._posted is not None and not self._future.done():
-            self._posted.engine.watch(self._posted)
-
-
-class Posted:
-    """Posted MPI requests that complete with ``finish()`` (point-to-point): MPI is driven by
-    whoever tests or waits, or by the engine's thread once a callback is asked for."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        reqs: list[MPI.Request],
-        finish: Callable[[], Any],
-        what: str,
-        status: MPI.Status | None = None,
-        keep: Any = None,
-        timeout_s: float | None = None,
-    ) -> None:
-        self.engine, self.what, self.future = engine, what, Future()
-        self._reqs, self._finish, self._status, self._keep = reqs, finish, status, keep
-        self._test = _tester(reqs, status)
-        self._deadline = engine.deadline(timeout_s)
-        self._lock = threading.Lock()
-
-    def request(self) -> Request:
-        return Request(self.future, self)
-
-    def progress(self) -> bool:
-        """Test once (never blocks); True when done. Past the deadline: fails, group broken."""
-        if not self._lock.acquire(False):
-            return False
-        try:
-            if self.future.done():
-                return True
-            if self._test():
-                self._complete()
-            elif time.monotonic() > self._deadline:
-                self._fail(self.engine.timed_out(self.what, self._deadline))
-            return self.future.done()
-        finally:
-            self._lock.release()
-
-    def drive(self, timeout: float | None, give_up: bool = False) -> None:
-        """Wait for completion up to ``timeout`` seconds (else to the deadline). Past the
-        deadline, or past ``timeout`` with ``give_up``, the operation fails (cancelled, the
-        communicator broken); past ``timeout`` alone it goes on."""
-        with self._lock:
-            if self.future.done():
-                return
-            deadline = self._deadline if timeout is None else time.monotonic() + timeout
-            if poll(self._test, deadline):
-                self._complete()
-            elif timeout is None or give_up:
-                self._fail(self.engine.timed_out(self.what, deadline))
-
-    def _complete(self) -> None:
-        self._keep = None
-        try:
-            result = self._finish()
-        except BaseException as exc:  # kept: every wait raises it
-            self.future.set_exception(exc)
-        else:
-            self.future.set_result(result)
-
-    def _fail(self, error: BaseException) -> None:
-        for req in self._reqs:  # nothing may land in the buffer later (it stays referenced)
-            with contextlib.suppress(MPI.Exception):
-                req.Cancel()
-                req.Test()
-        self.future.set_exception(error)
-
-
-@contextlib.contextmanager
-def abort_on_error(comm: MPI.Comm | None = None, code: int = 1) -> Iterator[None]:
-    """Print an exception escaping the block, then abort the whole job (``MPI_Abort``).
-
-    After a CommTimeout, MPI_Finalize would wait for the rank that never came; aborting
-    ends every rank at once, with the error on this rank's stderr.
-    """
-    try:
-        yield
-    except (Exception, KeyboardInterrupt):
-        traceback.print_exc()
-        sys.stderr.flush()
-        (MPI.COMM_WORLD if comm is None else comm).Abort(code)

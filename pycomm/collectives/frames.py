@@ -13,7 +13,8 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives.engine import Engine, SettingsMismatchError
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.waits import SettingsMismatchError
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives.buffers import as_array
-from pycomm.collectives.engine import Engine, Request, SettingsMismatchError, engine_of
+from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
+from pycomm.collectives.requests import Request
 from pycomm.collectives.spec import CodecSpec, make_spec
+from pycomm.collectives.waits import SettingsMismatchError
 
 
 def allgather(

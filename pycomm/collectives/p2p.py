@@ -15,8 +15,9 @@ import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives.buffers import as_array
-from pycomm.collectives.engine import Posted, Request, engine_of
+from pycomm.collectives.engine import engine_of
 from pycomm.collectives.frames import Expect, recv_frame
+from pycomm.collectives.requests import Posted, Request
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
 

@@ -25,8 +25,9 @@ from pycomm.collectives.buffers import (
     output_like,
     same_buffer,
 )
-from pycomm.collectives.engine import Engine, Request, engine_of
+from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.gathered import Gathered
+from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Ring
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats

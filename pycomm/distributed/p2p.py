@@ -21,7 +21,9 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from pycomm.collectives.engine import Engine, Posted, SettingsMismatchError
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.requests import Posted
+from pycomm.collectives.waits import SettingsMismatchError
 from pycomm.distributed._buffers import host, output_buffer
 from pycomm.distributed.work import timeout_seconds
 

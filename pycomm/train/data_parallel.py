@@ -10,7 +10,6 @@ accumulated, and the buckets go out while that backward still computes.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -57,7 +56,7 @@ class DataParallel:
             self.module: nn.Module = stage
             return
         self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
-        params = {k: v for k, v in dataclasses.asdict(spec).items() if k != "codec"}
+        params = spec.options()
         inner = CompressHookState(
             spec.codec, error_feedback=error_feedback, process_group=group, **params
         )
