@@ -23,7 +23,8 @@ from _common import sizes_from
 from mpi4py import MPI
 
 import pycomm.distributed  # noqa: F401  (registers mpiucc and mpi://)
-from pycomm.distributed import checks
+from pycomm.distributed.backend import ProcessGroupMpiucc
+from pycomm.distributed.work import DoneWork
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
@@ -106,7 +107,12 @@ def comm_create_time(ranks: list[int], reps: int) -> float:
 
 
 def collective_times(sizes: list[int], budget_s: float, raw: bool) -> dict[int, dict[str, float]]:
-    """Seconds per blocking all_reduce of float32 tensors through the default group."""
+    """Seconds per blocking all_reduce of float32 tensors through the default group.
+
+    With ``raw`` (the mpiucc run), also: mpi4py's own Allreduce, the group with its argument
+    check on (as under TORCH_DISTRIBUTED_DEBUG=DETAIL), and torch's floor: dist.all_reduce on a
+    Python group whose allreduce does nothing (what any backend registered from Python pays).
+    """
     out: dict[int, dict[str, float]] = {}
     comm = WORLD.Dup() if raw else None
     for nbytes in sizes:
@@ -115,20 +121,35 @@ def collective_times(sizes: list[int], budget_s: float, raw: bool) -> dict[int, 
         if raw:
             a = t.numpy()
             fns["mpi4py"] = lambda a=a: comm.Allreduce(MPI.IN_PLACE, a, MPI.SUM)
-            fns["unchecked"] = lambda t=t: _unchecked_all_reduce(t)
+            fns["checked"] = lambda t=t: _checked_all_reduce(t)
+            fns["floor"] = lambda t=t: _floor_all_reduce(t)
         out[nbytes] = per_call(fns, budget_s)
     if comm is not None:
         comm.Free()
     return out
 
 
-def _unchecked_all_reduce(t: torch.Tensor) -> None:
-    """mpiucc's all_reduce without its argument check (as under MPIUCC_CHECK=0)."""
-    checks.ENABLED = False
+def _checked_all_reduce(t: torch.Tensor) -> None:
+    """mpiucc's all_reduce with its argument check (TORCH_DISTRIBUTED_DEBUG=DETAIL)."""
+    pg = dist.group.WORLD
+    pg._checked = True
     try:
         dist.all_reduce(t)
     finally:
-        checks.ENABLED = True
+        pg._checked = False
+
+
+_DONE = DoneWork()
+
+
+def _floor_all_reduce(t: torch.Tensor) -> None:
+    """dist.all_reduce through a Python group that does no communication at all."""
+    real = ProcessGroupMpiucc.allreduce
+    ProcessGroupMpiucc.allreduce = lambda self, tensors, opts=None: _DONE
+    try:
+        dist.all_reduce(t)
+    finally:
+        ProcessGroupMpiucc.allreduce = real
 
 
 def memcpy_gbps(nbytes: int) -> float:
@@ -185,23 +206,30 @@ def report(res: dict) -> None:
         print(f"  {name:30s} {v:9.3f}   {v / groups['gloo new_group' + ranks]:8.3f}x")
     lat = res["latency_us"]
     print("\nall_reduce float32, blocking: µs per call (slowest rank)")
-    print("  (mpiucc checks the ranks' arguments first; 'unchecked' is MPIUCC_CHECK=0)")
+    print("  mpiucc: the default (no argument check); checked: TORCH_DISTRIBUTED_DEBUG=DETAIL;")
+    print("  floor: dist.all_reduce on a Python group that does nothing (torch's own share)")
     head = (
         "bytes",
         "mpi4py",
         "mpiucc",
-        "unchecked",
+        "checked",
+        "floor",
         "gloo",
-        "mpiucc/mpi4py",
-        "unchecked/",
-        "gloo/",
+        "mpiucc/",
+        "checked/",
+        "floor/",
     )
-    print("  {:>8s} {:>9s} {:>9s} {:>9s} {:>9s} {:>14s} {:>10s} {:>8s}".format(*head))
+    print("  {:>8s} {:>8s} {:>8s} {:>8s} {:>8s} {:>8s} {:>8s} {:>9s} {:>7s}".format(*head))
     for n in lat["mpiucc"]:
-        raw, ours, bare = (lat["mpiucc"][n][k] for k in ("mpi4py", "torch", "unchecked"))
+        raw, ours, chk, floor = (
+            lat["mpiucc"][n][k] for k in ("mpi4py", "torch", "checked", "floor")
+        )
         gl = lat["gloo"][n]["torch"]
-        row = (n, raw * 1e6, ours * 1e6, bare * 1e6, gl * 1e6, ours / raw, bare / raw, gl / raw)
-        print("  {:8d} {:9.1f} {:9.1f} {:9.1f} {:9.1f} {:14.2f} {:10.2f} {:8.2f}".format(*row))
+        row = (n, *(v * 1e6 for v in (raw, ours, chk, floor, gl)), ours / raw, chk / raw)
+        print(
+            "  {:8d} {:8.1f} {:8.1f} {:8.1f} {:8.1f} {:8.1f} {:7.2f}x {:8.2f}x".format(*row), end=""
+        )
+        print(f" {floor / raw:6.2f}x")
     bw = res["bandwidth"]
     print(f"\nall_reduce float32: GB/s (bytes/time; memcpy {res['memcpy_GBps']:.1f} GB/s)")
     print("  {:>10s} {:>8s} {:>8s} {:>8s}".format("bytes", "mpi4py", "mpiucc", "gloo"))
