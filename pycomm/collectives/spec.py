@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Any
 
@@ -75,7 +76,13 @@ class CodecSpec:
 
     def signature(self, *extra: object) -> int:
         """A 31-bit digest of the settings (and extra context) that all ranks must share."""
-        return zlib.crc32(repr((self.codec, self._options, extra)).encode()) & 0x7FFFFFFF
+        return _signature(self.codec, self._options, extra)
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature(codec: str, options: tuple, extra: tuple) -> int:
+    # Cached: a training step asks for the same few signatures thousands of times.
+    return zlib.crc32(repr((codec, options, extra)).encode()) & 0x7FFFFFFF
 
 
 def _rebuild(codec: str, options: tuple) -> CodecSpec:
