@@ -51,6 +51,15 @@ def _seconds(timeout: timedelta | None, default: float) -> float:
     return default if s <= 0 else s
 
 
+def require_thread_multiple() -> None:
+    """Raise unless MPI runs with MPI_THREAD_MULTIPLE (a local query, no communication)."""
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        raise RuntimeError(
+            "mpiucc needs MPI_THREAD_MULTIPLE (its communication thread and store server call "
+            "MPI concurrently); initialise MPI with mpi4py's default thread level"
+        )
+
+
 class _Parked:
     """A request of another rank waiting on rank 0 for its keys."""
 
@@ -68,6 +77,7 @@ class MPIStore(dist.Store):
 
     def __init__(self, comm: MPI.Comm, timeout: timedelta = timedelta(minutes=30)) -> None:
         super().__init__()
+        require_thread_multiple()
         self.set_timeout(timeout)
         self._comm = comm.Dup()
         self._rank = self._comm.Get_rank()
