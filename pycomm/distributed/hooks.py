@@ -102,7 +102,7 @@ class CompressHookState:
         if self.comm is None:
             group = self.process_group
             if group is None and dist.is_initialized():
-                group = dist.distributed_c10d._get_default_group()
+                group = dist.group.WORLD
             if group is None:
                 self.comm = MPI.COMM_WORLD
             elif isinstance(getattr(group, "comm", None), MPI.Intracomm):

@@ -83,6 +83,12 @@ sub = [dist.new_group(ranks, backend="mpiucc") for ranks in pairs][RANK % 2]
 assert CompressHookState("ebq", process_group=sub).communicator() is sub.comm
 
 dist.barrier()
+dist.destroy_process_group()
+
+# An mpiucc world: no process group means the default group's own communicator.
+dist.init_process_group("mpiucc", init_method="mpi://")
+assert CompressHookState("ebq").communicator() is dist.group.WORLD.comm
+dist.barrier()
 if RANK == 0:
     print("hook follows its process group: passed", flush=True)
 dist.destroy_process_group()
