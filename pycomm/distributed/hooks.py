@@ -20,6 +20,8 @@ and that bucket's error-feedback residual is reset to 0, so that nothing of the 
 is carried into the next one.
 """
 
+import zlib
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -41,8 +43,9 @@ class CompressHookState:
     ``codec`` and its keywords as for ``pycomm.allreduce``; ``error_feedback`` keeps, per
     bucket, what compression lost and sends it with the next step; buckets go uncompressed
     before ``start_compress_step`` and below ``min_compress_numel`` elements. ``comm`` is the
-    MPI communicator (default: the process group's, else COMM_WORLD). ``stats`` is a
-    ``pycomm.CommStats``. Pickles without its communicator (for checkpoints).
+    MPI communicator; by default it follows ``process_group`` (see ``communicator()``).
+    ``stats`` is a ``pycomm.CommStats``. Pickles without its communicator (for checkpoints);
+    ``free()`` releases a communicator the state made.
     """
 
     __slots__ = (
@@ -57,6 +60,7 @@ class CompressHookState:
         "stats",
         "residuals",
         "_by_param",
+        "_made_comm",
     )
 
     def __init__(
@@ -84,11 +88,35 @@ class CompressHookState:
         self.stats = pycomm.CommStats()
         self.residuals: dict[tuple, np.ndarray] = {}
         self._by_param: dict[int, tuple[np.ndarray, int]] = {}
+        self._made_comm = False
 
     def communicator(self) -> MPI.Comm:
+        """The MPI communicator of the hook's ranks: exactly those of its process group.
+
+        ``comm`` if given; an ``mpiucc`` group's own communicator; for another backend's group
+        (gloo, or the default group when ``process_group`` is None) a communicator of exactly
+        its ranks, made on the first call by the group's members together (DDP calls the hook
+        for the same bucket on each) and kept. MPI_COMM_WORLD only when torch.distributed is
+        not initialised. Raises RuntimeError if the group's ranks are not ranks of this MPI job.
+        """
         if self.comm is None:
-            self.comm = getattr(self.process_group, "comm", None) or MPI.COMM_WORLD
+            group = self.process_group
+            if group is None and dist.is_initialized():
+                group = dist.group.WORLD
+            if group is None:
+                self.comm = MPI.COMM_WORLD
+            elif isinstance(getattr(group, "comm", None), MPI.Intracomm):
+                self.comm = group.comm
+            else:
+                self.comm = _comm_of_ranks(group)
+                self._made_comm = True
         return self.comm
+
+    def free(self) -> None:
+        """Free the communicator this state made for its group, if any (a later call remakes it)."""
+        if self._made_comm and self.comm is not None:
+            self.comm.Free()
+        self.comm, self._made_comm = None, False
 
     def residual_for(self, bucket: dist.GradBucket, dtype: np.dtype) -> np.ndarray:
         """This bucket's residual; after DDP rebuilds its buckets, carried over by parameter."""
@@ -112,13 +140,54 @@ class CompressHookState:
         return r
 
     def __getstate__(self) -> dict:
-        skip = ("process_group", "comm", "_by_param")
+        skip = ("process_group", "comm", "_by_param", "_made_comm")
         return {k: getattr(self, k) for k in self.__slots__ if k not in skip}
 
     def __setstate__(self, state: dict) -> None:
-        self.process_group, self.comm, self._by_param = None, None, {}
+        self.process_group, self.comm, self._by_param, self._made_comm = None, None, {}, False
         for k, v in state.items():
             setattr(self, k, v)
+
+
+def _comm_of_ranks(group: dist.ProcessGroup) -> MPI.Intracomm:
+    """A communicator of MPI_COMM_WORLD's ranks that are `group`'s, in group rank order.
+
+    Collective over `group` (an all_gather of each member's MPI rank), then over its members
+    in MPI (Create_group): only the group's members take part.
+    """
+    world = MPI.COMM_WORLD
+    mine = torch.tensor([world.Get_rank(), world.Get_size()], dtype=torch.int64)
+    got = [torch.empty_like(mine) for _ in range(group.size())]
+    dist.all_gather(got, mine, group=group)
+    mpi_ranks = mpi_ranks_of_group([(int(t[0]), int(t[1])) for t in got])
+    members = world.Get_group().Incl(mpi_ranks)
+    try:
+        comm = world.Create_group(members, tag=zlib.crc32(repr(mpi_ranks).encode()) & 0x7FFF)
+    finally:
+        members.Free()
+    if comm.Get_rank() != group.rank() or comm.Get_size() != group.size():
+        raise RuntimeError("mpiucc hook: the MPI communicator does not match the process group")
+    return comm
+
+
+def mpi_ranks_of_group(members: list[tuple[int, int]]) -> list[int]:
+    """MPI_COMM_WORLD ranks of a group's members from each one's (MPI rank, MPI world size).
+
+    Raises RuntimeError unless they are distinct ranks of one MPI job.
+    """
+    ranks = [r for r, _ in members]
+    sizes = {n for _, n in members}
+    if (
+        len(sizes) != 1
+        or len(set(ranks)) != len(ranks)
+        or not all(0 <= r < min(sizes) for r in ranks)
+    ):
+        raise RuntimeError(
+            f"mpiucc hook: the process group's members are MPI ranks {ranks} of MPI worlds of "
+            f"sizes {sorted(sizes)}, not distinct ranks of one MPI job; launch with mpiexec or "
+            "pass CompressHookState(comm=...)"
+        )
+    return ranks
 
 
 def mpiucc_compress_hook(

@@ -1,22 +1,29 @@
-"""Rendezvous without sockets ("mpi://") and env:// defaults filled in from MPI.
+"""Rendezvous without sockets: "mpi://", and env:// under an MPI launcher with no MASTER_ADDR.
 
 ``init_process_group(backend, init_method="mpi://")`` takes rank and world size from MPI and
 the key-value store from ``MPIStore`` (served by rank 0 over MPI). Torch adds ``rank`` and
 ``world_size`` to the URL when the caller passes them; they must agree with MPI's, or at least
 the world size must (then ranks are renumbered as torch says).
 
-``fill_env()`` sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT
-when they are missing and the process runs under an MPI launcher, so that the default env://
-rendezvous works with nothing set by the user.
+torch 2.13's ``init_process_group`` without ``init_method`` or ``store`` always takes "env://",
+whatever the backend, and the rendezvous handler is not told the backend. So the env://
+handler is wrapped: when MASTER_ADDR or MASTER_PORT is missing (torch's own handler would
+raise) and the process runs under an MPI launcher, env:// is served as mpi:// is, with RANK and
+WORLD_SIZE (or the URL's) as torch rank and world size. Otherwise torch's handler runs
+untouched. Torch's TCPStore binds every interface whatever MASTER_ADDR says; the MPI store
+opens no socket.
+
+Both MPI routes fill RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE where missing
+(``fill_env``); never MASTER_ADDR or MASTER_PORT. All of this runs inside
+``init_process_group``, which every rank calls: importing the module makes no MPI call.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import torch.distributed as dist
 from mpi4py import MPI
@@ -25,6 +32,8 @@ from pycomm.distributed.store import MPIStore
 
 _made: list[MPIStore] = []  # stores this handler made, the newest last
 _LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PALS_RANKID")
+
+Handler = Callable[..., Iterator[tuple[dist.Store, int, int]]]
 
 
 def mpi_rendezvous(
@@ -54,12 +63,30 @@ def mpi_rendezvous(
             _made.pop().close()
     store = MPIStore(comm, timeout)
     _made.append(store)
+    fill_env(comm)
     yield store, comm.Get_rank(), size
     raise RuntimeError("mpi:// rendezvous cannot be repeated in one process group's life")
 
 
 def _any_renumbered(world: MPI.Intracomm, rank: int) -> bool:
     return bool(world.allreduce(int(rank != world.Get_rank()), op=MPI.BOR))
+
+
+def env_rendezvous(torch_env: Handler) -> Handler:
+    """torch's env:// handler, served over MPI where torch's would lack MASTER_ADDR/PORT."""
+
+    def handler(url: str, timeout: timedelta = timedelta(minutes=30), **kwargs: object):
+        env = os.environ
+        if (env.get("MASTER_ADDR") and env.get("MASTER_PORT")) or not under_mpi_launcher():
+            return torch_env(url, timeout=timeout, **kwargs)
+        query = {k: v[-1] for k, v in parse_qs(urlparse(url).query).items()}
+        for key, var in (("rank", "RANK"), ("world_size", "WORLD_SIZE")):
+            if key not in query and env.get(var):
+                query[key] = env[var]
+        return mpi_rendezvous(f"mpi://?{urlencode(query)}", timeout, **kwargs)
+
+    handler.torch_env = torch_env  # type: ignore[attr-defined]
+    return handler
 
 
 def under_mpi_launcher() -> bool:
@@ -69,42 +96,21 @@ def under_mpi_launcher() -> bool:
     return MPI.COMM_WORLD.Get_size() > 1
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
+def fill_env(comm: MPI.Intracomm | None = None) -> bool:
+    """Set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from ``comm`` where missing.
 
-
-def fill_env() -> bool:
-    """Set torch's env:// variables from MPI where missing (collective when MASTER_* are).
-
-    Returns True if anything was set. Does nothing outside an MPI launch.
+    Collective over ``comm`` (default MPI_COMM_WORLD): the local ranks come from the ranks
+    sharing a node. Never sets MASTER_ADDR or MASTER_PORT. Returns True if anything was set.
     """
-    env = os.environ
-    if not under_mpi_launcher():
-        return False
-    world = MPI.COMM_WORLD
-    changed = False
-    defaults = {"RANK": world.Get_rank(), "WORLD_SIZE": world.Get_size()}
-    need_node = "LOCAL_RANK" not in env or "LOCAL_WORLD_SIZE" not in env
-    need_master = "MASTER_ADDR" not in env or "MASTER_PORT" not in env
-    # One decision for all ranks, so the collectives below are entered by all or none.
-    flags = world.allreduce(int(need_node) | int(need_master) << 1, op=MPI.BOR)
-    need_node, need_master = bool(flags & 1), bool(flags & 2)
-    if need_node:
-        node = world.Split_type(MPI.COMM_TYPE_SHARED)
-        defaults["LOCAL_RANK"] = node.Get_rank()
-        defaults["LOCAL_WORLD_SIZE"] = node.Get_size()
-        node.Free()
-    if need_master:
-        host, port = world.bcast(
-            (socket.gethostname(), _free_port()) if world.Get_rank() == 0 else None, root=0
-        )
-        addr = "127.0.0.1" if host == socket.gethostname() else host
-        defaults["MASTER_ADDR"] = env.get("MASTER_ADDR", addr)
-        defaults["MASTER_PORT"] = env.get("MASTER_PORT", str(port))
-    for key, value in defaults.items():
-        if key not in env:
-            env[key] = str(value)
-            changed = True
-    return changed
+    comm = MPI.COMM_WORLD if comm is None else comm
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    values = {
+        "RANK": comm.Get_rank(),
+        "WORLD_SIZE": comm.Get_size(),
+        "LOCAL_RANK": node.Get_rank(),
+        "LOCAL_WORLD_SIZE": node.Get_size(),
+    }
+    node.Free()
+    missing = {k: str(v) for k, v in values.items() if not os.environ.get(k)}
+    os.environ.update(missing)
+    return bool(missing)
