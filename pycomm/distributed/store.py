@@ -31,6 +31,7 @@ from typing import Any
 import torch.distributed as dist
 from mpi4py import MPI
 
+from pycomm.collectives.waits import poll
 from pycomm.distributed import _store_wire as wire
 from pycomm.distributed._store_table import Table
 from pycomm.distributed._store_wire import CHANGING, WAITING, Op
@@ -141,31 +142,31 @@ class MPIStore(dist.Store):
         with self._id_lock:
             rid = next(self._ids) & 0xFFFFFFFF
         tag = wire.FIRST_REPLY_TAG + rid % wire.REPLY_TAGS
-        self._comm.Send(wire.encode_request(op, tag, rid, limit, args), dest=0, tag=_REQUEST)
-        start = time.monotonic()
-        deadline = start + limit + 1.0
+        deadline = time.monotonic() + limit + 1.0
+        timeout_error = dist.DistStoreError(_timeout_text(op, args, limit))
+        sent = self._comm.Isend(wire.encode_request(op, tag, rid, limit, args), 0, _REQUEST)
+        if not poll(sent.Test, deadline):
+            raise timeout_error
         status = MPI.Status()
-        pause = 0.0
-        while True:
+        found: list[MPI.Message] = []
+
+        def arrived() -> bool:
             msg = self._comm.improbe(0, tag, status)
-            if msg is not None:
-                buf = bytearray(status.Get_count(MPI.BYTE))
-                msg.Recv([buf, MPI.BYTE])
-                try:
-                    got, ok, parts = wire.decode_reply(buf)
-                    if got == rid:
-                        if not ok:
-                            raise dist.DistStoreError(wire.error_text(parts))
-                        return wire.result(op, parts)
-                except wire.WireError as exc:
-                    raise dist.DistStoreError(f"mpiucc store: malformed reply: {exc}") from None
-                continue  # a late reply to an earlier request that used this tag
-            now = time.monotonic()
-            if now > deadline:
-                raise dist.DistStoreError(_timeout_text(op, args, limit))
-            if now - start > _SPIN_S:
-                pause = min(_MAX_SLEEP_S, pause * 2 or 2e-5)
-            time.sleep(pause)
+            return msg is not None and not found.append(msg)
+
+        while poll(arrived, deadline):  # pycomm's one wait policy, with the store's deadline
+            buf = bytearray(status.Get_count(MPI.BYTE))
+            found.pop().Recv([buf, MPI.BYTE])
+            try:
+                got, ok, parts = wire.decode_reply(buf)
+            except wire.WireError as exc:
+                raise dist.DistStoreError(f"mpiucc store: malformed reply: {exc}") from None
+            if got == rid:
+                if not ok:
+                    raise dist.DistStoreError(wire.error_text(parts))
+                return wire.result(op, parts)
+            # else a late reply to an earlier request that used this tag
+        raise timeout_error
 
     def _local(self, op: Op, args: tuple, limit: float) -> Any:
         table = self._table

@@ -37,11 +37,6 @@ def test_timeout_raises_instead_of_hanging() -> None:
     assert "timeouts: passed" in run_mpi(SCRIPTS / "check_timeout.py", 3, timeout=90)
 
 
-def test_bare_init_process_group() -> None:
-    out = run_mpi(SCRIPTS / "check_env_init.py", 2, timeout=90)
-    assert "bare init_process_group: passed" in out
-
-
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_ddp_matches_gloo(ranks: int) -> None:
     assert "DDP: passed" in run_mpi(SCRIPTS / "check_ddp.py", ranks, timeout=120)
