@@ -5,7 +5,8 @@
 # API, a 2-rank allreduce, DDP with the compress hook, a short `mpiucc train`; then the same job
 # without matplotlib must finish (exit 0) with its summary, a note, and no plot.
 #
-#   tests/install/check_wheel.sh            (make test-wheel; PYTHON=python3.12 to pick another)
+#   tests/install/check_wheel.sh      (make test-wheel)
+#   PYTHON=python3.12 WHEEL=wheelhouse/mpiucc-...whl tests/install/check_wheel.sh   (a given wheel)
 #
 # The work folder is removed on success and kept (its path printed) on failure.
 set -euo pipefail
@@ -31,13 +32,17 @@ INSTALL=(install -q --only-binary=:all: --no-compile -c "$SRC/requirements-dev.t
 "$VENV/bin/pip" "${INSTALL[@]}" "torch==2.13.0" > "$WORK/torch.log" 2>&1 &
 torch_pid=$!
 
-step "pip wheel . (isolated build; the C library's flags are checked for -march=native)"
-pip wheel -q --no-deps -w "$WORK/dist" --config-settings=build-dir="$WORK/build" "$SRC"
-WHEEL=$(ls "$WORK"/dist/mpiucc-*.whl)
-echo "$(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
-if grep -rqs -e '-march=native' -e '-mtune=native' "$WORK/build"; then
-    fail "the wheel's C code was compiled for this machine (-march/-mtune=native)"
+if [ -n "${WHEEL:-}" ]; then  # a wheel made elsewhere (a release's, RELEASING.md)
+    WHEEL=$(realpath "$WHEEL")
+else
+    step "pip wheel . (isolated build; the C library's flags are checked for -march=native)"
+    pip wheel -q --no-deps -w "$WORK/dist" --config-settings=build-dir="$WORK/build" "$SRC"
+    WHEEL=$(ls "$WORK"/dist/mpiucc-*.whl)
+    if grep -rqs -e '-march=native' -e '-mtune=native' "$WORK/build"; then
+        fail "the wheel's C code was compiled for this machine (-march/-mtune=native)"
+    fi
 fi
+echo "$(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
 wait $torch_pid || { sed '/is ignored/d' "$WORK/torch.log"; fail "pip install torch failed"; }
 
 step "pip install the wheel [mpi,torch,train] + the mpich runtime wheel, binaries only"
