@@ -82,7 +82,8 @@ for f in summary.txt metrics.json loss.png; do [ -s "train/$f" ] || fail "train/
 
 step "without matplotlib: mpiucc train (1 rank, compressed) exits 0 with summary, no plot"
 pip uninstall -q -y matplotlib
-"$VENV/bin/mpiucc" info | grep -Eq '^extra \[train\] +no \(matplotlib missing\)' \
+"$VENV/bin/mpiucc" info > info-noplot.txt
+grep -Eq '^extra \[train\] +no \(matplotlib missing\)' info-noplot.txt \
     || fail "mpiucc info does not report matplotlib missing"
 OMP_NUM_THREADS=1 timeout 180 "$VENV/bin/mpiexec" -n 1 "$VENV/bin/mpiucc" train \
     "${TRAIN[@]}" --out noplot | tail -n 2
