@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DMPIUCC_WERROR=ON
 endif
 
-.PHONY: demo test test-c test-sanitize fuzz-short test-py build bench lint clean
+.PHONY: demo test test-c test-sanitize fuzz-short test-py test-wheel build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -22,7 +22,7 @@ $(VENV)/.deps: requirements-dev.txt
 build: $(VENV)/.deps
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
-test: test-c test-sanitize fuzz-short test-py
+test: test-c test-sanitize fuzz-short test-py test-wheel
 
 test-c: $(VENV)/.deps
 	$(VENV)/bin/cmake -S . -B $(CBUILD) $(NINJA) $(CMAKE_FLAGS)
@@ -52,6 +52,12 @@ fuzz-short: $(VENV)/.deps
 
 test-py: build
 	$(PY) -m pytest -q tests
+
+# The package as users install it: `pip wheel .`, a fresh venv with the wheel's extras
+# [mpi,torch,train] only, then the CLI, codecs, collectives, DDP hook and a short training job
+# run from outside the source tree (and the job once more without matplotlib).
+test-wheel:
+	tests/install/check_wheel.sh
 
 demo: build
 	$(VENV)/bin/mpiexec -n 4 $(PY) -m pycomm.train --preset demo --out runs/demo

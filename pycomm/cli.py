@@ -1,4 +1,4 @@
-"""The ``mpiucc`` command: ``mpiucc info [--json]``, ``mpiucc train [options]``."""
+"""The ``mpiucc`` command: ``mpiucc --version``, ``mpiucc info [--json]``, ``mpiucc train ...``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from pycomm.info import format_info, info
+from pycomm.info import format_info, info, mpiucc_version
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,8 +16,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return train(argv[1:], prog="mpiucc train")
     parser = argparse.ArgumentParser(prog="mpiucc", description="mpiucc command-line tools")
+    parser.add_argument("--version", action="version", version=f"mpiucc {mpiucc_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    show = sub.add_parser("info", help="MPI library, thread level, UCC, codec SIMD level")
+    show = sub.add_parser("info", help="MPI library, thread level, UCC, codec SIMD level, extras")
     show.add_argument("--json", action="store_true", help="print the report as JSON")
     sub.add_parser("train", help="train a GPT with dp x tp x pp over compressed MPI (--help)")
     args = parser.parse_args(argv)

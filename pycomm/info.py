@@ -1,7 +1,7 @@
-"""What this installation talks over: MPI library, thread level, UCC, codec SIMD level.
+"""What this installation talks over: MPI library, thread level, UCC, codec SIMD level, extras.
 
 Imports neither torch nor the codecs at module level; ``info()`` imports mpi4py (which
-initialises MPI) and tries pycodecs.
+initialises MPI) where it is installed, and tries pycodecs.
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ def _version(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
+
+
+def mpiucc_version() -> str:
+    """The installed distribution's version, or the source tree's when not installed."""
+    return _version("mpiucc") or "0.1.0 (source tree)"
 
 
 def _ompi_info() -> str | None:
@@ -86,59 +91,90 @@ def _simd_level() -> str | None:
         return None
 
 
-def info() -> dict[str, Any]:
-    """A dict describing the MPI library, its thread level, UCC, and the codecs' SIMD level.
-
-    Keys: ``mpiucc`` (version), ``mpi4py``, ``mpi_vendor``, ``mpi_version`` (the standard),
-    ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
-    ``collectives_via_ucc``, ``component``, ``enabled``, ``how``), ``simd_level`` (None when
-    pycodecs is not installed), ``torch`` (installed version, not imported).
-    """
-    from mpi4py import MPI
-
+def _mpi() -> dict[str, Any]:
+    """The MPI fields of ``info()``; None values and ``mpi_error`` where MPI cannot load."""
+    try:
+        from mpi4py import MPI
+    except (ImportError, RuntimeError, OSError) as exc:  # no mpi4py, or no MPI library for it
+        why = "mpi4py not installed" if _version("mpi4py") is None else str(exc)
+        keys = ("mpi_vendor", "mpi_version", "mpi_library", "thread_level", "ucc")
+        return {**dict.fromkeys(keys), "mpi_error": why}
     vendor, vendor_version = MPI.get_vendor()
     library = MPI.Get_library_version().replace("\x00", "").strip()
     level = MPI.Query_thread()
-    torch_dist = sys.modules.get("torch.distributed")  # reported only if already imported
     return {
-        "mpiucc": _version("mpiucc") or "0.1.0 (source tree)",
-        "mpi4py": _version("mpi4py"),
         "mpi_vendor": f"{vendor} {'.'.join(map(str, vendor_version))}",
         "mpi_version": "{}.{}".format(*MPI.Get_version()),
         "mpi_library": library,
         "thread_level": _THREAD_LEVELS[level] if 0 <= level < 4 else str(level),
         "ucc": _ucc(vendor, library),
+        "mpi_error": None,
+    }
+
+
+def info() -> dict[str, Any]:
+    """A dict describing the MPI library, its thread level, UCC, the codecs and the extras.
+
+    Keys: ``mpiucc`` (version), ``mpi4py``, ``mpi_vendor``, ``mpi_version`` (the standard),
+    ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
+    ``collectives_via_ucc``, ``component``, ``enabled``, ``how``), ``mpi_error`` (why the MPI
+    fields are None, else None), ``simd_level`` (None when pycodecs is not built), ``torch``
+    (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``).
+    """
+    from pycomm.extras import extras_present
+
+    torch_dist = sys.modules.get("torch.distributed")  # reported only if already imported
+    return {
+        "mpiucc": mpiucc_version(),
+        "mpi4py": _version("mpi4py"),
+        **_mpi(),
         "simd_level": _simd_level(),
         "torch": _version("torch"),
         "torch_ucc": None if torch_dist is None else bool(torch_dist.is_ucc_available()),
+        "extras": extras_present(),
     }
 
 
 def format_info(found: dict[str, Any]) -> str:
     """``info()`` as the lines ``mpiucc info`` prints."""
-    ucc = found["ucc"]
-    via = {True: "yes", False: "no", None: "unknown"}[ucc["collectives_via_ucc"]]
-    library = found["mpi_library"]
-    device = re.search(r"Device:\s*(.+)", library)
-    first_line = library.splitlines()[0] if library else ""
-    detail = f"device {device.group(1).strip()}" if device else " ".join(first_line.split())[:72]
-    rows = [
-        ("mpiucc", found["mpiucc"]),
-        ("MPI library", f"{found['mpi_vendor']} ({detail})"),
-        ("MPI standard", found["mpi_version"]),
-        ("mpi4py", found["mpi4py"] or "not installed"),
-        ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
-        ("collectives via UCC", f"{via} ({ucc['how']})"),
+    rows = [("mpiucc", found["mpiucc"])]
+    if found["mpi_vendor"] is None:
+        rows.append(("MPI library", f"not available ({found['mpi_error']})"))
+    else:
+        rows += _mpi_rows(found)
+    rows += [
         ("codec SIMD level", found["simd_level"] or "pycodecs not installed"),
         ("torch", found["torch"] or "not installed"),
     ]
     if found["torch_ucc"] is not None:
         rows.append(("torch UCC backend", "yes" if found["torch_ucc"] else "no"))
+    ucc = found["ucc"] or {}
     if ucc.get("component") and not ucc.get("enabled"):
         rows.append(("hint", "set OMPI_MCA_coll_ucc_enable=1 OMPI_MCA_coll_ucc_priority=100"))
     elif ucc.get("component") is False and ucc.get("enabled"):
         rows.append(
             ("hint", "OMPI_MCA_coll_ucc_enable=1 is set, but this Open MPI has no coll/ucc")
         )
+    for extra, dists in found["extras"].items():
+        have = [f"{d} {v}" for d, v in dists.items() if v]
+        lack = [d for d, v in dists.items() if not v]
+        state = "yes" if not lack else f"no ({', '.join(lack)} missing)"
+        rows.append((f"extra [{extra}]", state + (f": {', '.join(have)}" if have else "")))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
+    ucc = found["ucc"]
+    via = {True: "yes", False: "no", None: "unknown"}[ucc["collectives_via_ucc"]]
+    library = found["mpi_library"]
+    device = re.search(r"Device:\s*(.+)", library)
+    first_line = library.splitlines()[0] if library else ""
+    detail = f"device {device.group(1).strip()}" if device else " ".join(first_line.split())[:72]
+    return [
+        ("MPI library", f"{found['mpi_vendor']} ({detail})"),
+        ("MPI standard", found["mpi_version"]),
+        ("mpi4py", found["mpi4py"] or "not installed"),
+        ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
+        ("collectives via UCC", f"{via} ({ucc['how']})"),
+    ]

@@ -11,6 +11,8 @@ from pycomm.train.config import CODEC_OPTIONS, build_parser, format_codec, parse
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m pycomm.train") -> int:
+    if _refuse_without_extras(sys.argv[1:] if argv is None else argv, prog):
+        return 2
     args = parse_args(argv, prog)
     import torch
     import torch.distributed as dist
@@ -33,6 +35,24 @@ def main(argv: list[str] | None = None, prog: str = "python -m pycomm.train") ->
         code = _train(args, layout, corpus, world)
     dist.destroy_process_group()
     return code
+
+
+def _refuse_without_extras(argv: list[str], prog: str) -> bool:
+    """Missing mpi4py or torch stops the job before any work, naming the extras to install.
+
+    matplotlib and tqdm (the ``train`` extra) are not needed: without them the job runs with no
+    plot (a note in its summary) and plain progress lines (plot.py, progress.py).
+    """
+    from pycomm.extras import install_hint, missing_for
+    from pycomm.train.config import launcher_rank
+
+    missing = missing_for("mpi", "torch")
+    if not missing or {"-h", "--help"} & set(argv):
+        return False
+    if launcher_rank() == 0:
+        what = " and ".join(f"[{e}]" for e in missing)
+        print(f"{prog}: error: needs the extra {what}: {install_hint(missing)}", file=sys.stderr)
+    return True
 
 
 def _check(args: argparse.Namespace, world: int):
@@ -90,7 +110,8 @@ def _train(args: argparse.Namespace, layout, corpus, world) -> int:
         saved = {k: format_codec(v) if k in CODEC_OPTIONS else v for k, v in vars(args).items()}
         text = write_outputs(out, saved, runs, header)
         print(text[len(header) :].strip("\n"))
-        print(f"wrote {out}/summary.txt, metrics.json, loss.png", flush=True)
+        plot = ", loss.png" if (out / "loss.png").exists() else ""
+        print(f"wrote {out}/summary.txt, metrics.json{plot}", flush=True)
     return 0
 
 

@@ -1,4 +1,8 @@
-"""loss.png: training and validation loss of the runs, and where their step time went."""
+"""loss.png: training and validation loss of the runs, and where their step time went.
+
+matplotlib is optional (the ``train`` extra): without it the job still finishes, with no plot
+and a note in its summary (``plot_or_note``).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,23 @@ PARTS = (
     ("wait", "pipeline bubble", "#bbbbbb"),
 )
 STYLES = {"baseline": ("#555555", "uncompressed"), "compressed": ("#c44e52", "compressed")}
+
+
+NO_MATPLOTLIB = (
+    "loss.png not drawn: matplotlib is not installed (pip install 'mpiucc[train]'); "
+    "metrics.json holds the curves"
+)
+
+
+def plot_or_note(runs: list[dict], path: Path) -> str | None:
+    """Draw ``path``; without matplotlib remove a stale plot there and return a note instead."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        path.unlink(missing_ok=True)  # a plot of an earlier run must not pass for this one
+        return NO_MATPLOTLIB
+    plot_runs(runs, path)
+    return None
 
 
 def plot_runs(runs: list[dict], path: Path) -> None:

@@ -1,8 +1,15 @@
-"""The progress bar (rank 0 only): loss, step time and where it went."""
+"""The progress bar (rank 0 only): loss, step time and where it went.
+
+tqdm is optional (the ``train`` extra): without it the job says so once on stderr and prints a
+plain line every tenth of the steps instead of a bar.
+"""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
+
+NO_TQDM = "no progress bar: tqdm is not installed (pip install 'mpiucc[train]')"
 
 
 class Progress:
@@ -10,14 +17,22 @@ class Progress:
 
     def __init__(self, steps: int, enabled: bool) -> None:
         self._bar: Any = None
-        if enabled:
+        self._steps, self._enabled = steps, enabled
+        self._every = max(1, steps // 10)  # plain lines when tqdm is missing
+        if not enabled:
+            return
+        try:
             from tqdm import tqdm
-
-            self._bar = tqdm(total=steps, desc="train", unit="step", dynamic_ncols=True)
+        except ImportError:
+            print(f"note: {NO_TQDM}", file=sys.stderr, flush=True)
+            return
+        self._bar = tqdm(total=steps, desc="train", unit="step", dynamic_ncols=True)
 
     def update(self, records: list, step: int) -> None:
         """Per run: last training loss, step time, communication and codec share, validation."""
-        if self._bar is None:
+        if not self._enabled:
+            return
+        if self._bar is None and (step + 1) % self._every and step + 1 != self._steps:
             return
         post = {}
         for record in records:
@@ -29,6 +44,10 @@ class Progress:
                 f"{loss}{val} {1e3 * elapsed:.0f}ms comm {100 * comm / elapsed:.0f}% "
                 f"codec {100 * split['codec'] / elapsed:.0f}%"
             )
+        if self._bar is None:
+            runs = ", ".join(f"{k}={v}" for k, v in post.items())
+            print(f"train step {step + 1}/{self._steps}: {runs}", flush=True)
+            return
         self._bar.set_postfix(post, refresh=False)
         if self._bar.n < step + 1:
             self._bar.update(step + 1 - self._bar.n)

@@ -120,7 +120,10 @@ def comparison_text(cmp: dict) -> str:
 
 
 def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> str:
-    """Write summary.txt, metrics.json and loss.png into ``out``; the summary text."""
+    """Write summary.txt and metrics.json, then loss.png, into ``out``; the summary text.
+
+    Without matplotlib there is no loss.png and the summary ends with a note saying so.
+    """
     out.mkdir(parents=True, exist_ok=True)
     parts = [header]
     for run in runs:
@@ -133,9 +136,13 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
     (out / "summary.txt").write_text(text)
     metrics = {"args": args_dict, "runs": runs, "comparison": cmp}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=_jsonable))
-    from pycomm.train.plot import plot_runs
+    # Optional from here on (matplotlib): the results above are on disk whatever happens next.
+    from pycomm.train.plot import plot_or_note
 
-    plot_runs(runs, out / "loss.png")
+    note = plot_or_note(runs, out / "loss.png")
+    if note:
+        text += f"\nnote: {note}\n"
+        (out / "summary.txt").write_text(text)
     return text
 
 

@@ -1,6 +1,7 @@
 """pycomm.info() and `mpiucc info`: MPI library, thread level, UCC; `import pycomm` stays light."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -37,3 +38,33 @@ def test_cli_info() -> None:
         assert label in out
     data = json.loads(run_python("from pycomm.cli import main; main(['info', '--json'])"))
     assert data["thread_level"] == "multiple"
+
+
+def test_cli_version() -> None:
+    from pycomm.info import mpiucc_version
+
+    out = run_python("import sys; from pycomm.cli import main; sys.exit(main(['--version']))")
+    assert out.strip() == f"mpiucc {mpiucc_version()}"
+
+
+def test_info_lists_the_extras_present() -> None:
+    # the dev environment has every extra; tqdm is made unimportable, as if never installed
+    code = (
+        "import sys, json; sys.modules['tqdm'] = None; from pycomm.cli import main; "
+        "main(['info']); main(['info', '--json'])"
+    )
+    out = run_python(code)
+    text, _, blob = out.partition("{")
+    assert "extra [mpi]" in text and "extra [torch]" in text and "extra [numcodecs]" in text
+    assert re.search(r"^extra \[train\] +no \(tqdm missing\): matplotlib \d", text, re.M)
+    extras = json.loads("{" + blob)["extras"]
+    assert extras["train"]["tqdm"] is None and extras["train"]["matplotlib"]
+    assert extras["mpi"]["mpi4py"] and extras["torch"]["torch"]
+
+
+def test_info_without_mpi4py_says_so() -> None:
+    code = "import sys; sys.modules['mpi4py'] = None; from pycomm.cli import main; main(['info'])"
+    out = run_python(code)
+    assert re.search(r"^MPI library +not available \(", out, re.M)
+    assert re.search(r"^extra \[mpi\] +no \(mpi4py missing\)$", out, re.M)
+    assert "codec SIMD level" in out
