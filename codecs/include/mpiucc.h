@@ -36,7 +36,8 @@ typedef enum {
     MPIUCC_ERR_CORRUPT = 8,          /* a field or the payload is inconsistent */
     MPIUCC_ERR_UNSUPPORTED = 9,      /* codec and dtype (or level) do not go together */
     MPIUCC_ERR_MISMATCH = 10,        /* two frames cannot be combined (codec, grid, count) */
-    MPIUCC_ERR_OVERFLOW = 11         /* an integer sum of indices would overflow */
+    MPIUCC_ERR_OVERFLOW = 11,        /* an integer sum of indices would overflow */
+    MPIUCC_ERR_NOMEM = 12            /* a scratch allocation failed (out of memory) */
 } mpiucc_status;
 
 /* A short English sentence for a status; never NULL. */

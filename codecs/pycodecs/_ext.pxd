@@ -21,6 +21,7 @@ cdef extern from "mpiucc.h" nogil:
         MPIUCC_ERR_UNSUPPORTED
         MPIUCC_ERR_MISMATCH
         MPIUCC_ERR_OVERFLOW
+        MPIUCC_ERR_NOMEM
 
     ctypedef enum mpiucc_simd:
         MPIUCC_SIMD_GENERIC

@@ -177,7 +177,7 @@ mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uin
     w->sink.floor = w->op;
     if (dense) {
         w->sym = (uint8_t *)malloc(n ? n : 1);
-        if (!w->sym) return MPIUCC_ERR_CAPACITY; /* out of memory */
+        if (!w->sym) return MPIUCC_ERR_NOMEM;
     }
     return MPIUCC_OK;
 }
@@ -206,7 +206,7 @@ mpiucc_status ebq_writer_finish(ebq_writer *w, size_t *size) {
 }
 
 mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload) {
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(ebq_reader, chunk)); /* not the chunk and decoder (48 KiB) */
     if ((h->aux & 0xff) == MPIUCC_LEVEL_DENSE) return ebq_dense_reader_init(r, h, payload);
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype), nb = ebq_nblocks(n);
     uint64_t ps = h->payload_size;
@@ -225,11 +225,6 @@ mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8
     mpiucc_status st = ebq_check_stream(r->widths, nb, r->packed, r->packed_size, n);
     if (st != MPIUCC_OK) return st;
     return ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
-}
-
-void ebq_reader_free(ebq_reader *r) {
-    free(r->sym);
-    r->sym = NULL;
 }
 
 /* ---- the codec ---- */
@@ -306,10 +301,7 @@ static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, 
                                 int add) {
     ebq_reader r;
     mpiucc_status st = ebq_reader_init(&r, h, payload); /* everything before any write */
-    if (st != MPIUCC_OK) {
-        ebq_reader_free(&r);
-        return st;
-    }
+    if (st != MPIUCC_OK) return st;
     ebq_grid g;
     ebq_grid_from_header(h, &g);
     if (!r.dense) {
@@ -325,7 +317,6 @@ static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, 
         }
     }
     patch_outliers(&g, r.outliers, r.n_outliers, dst, add);
-    ebq_reader_free(&r);
     return MPIUCC_OK;
 }
 

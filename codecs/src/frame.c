@@ -17,6 +17,7 @@ const char *mpiucc_status_string(mpiucc_status status) {
     case MPIUCC_ERR_UNSUPPORTED: return "unsupported codec, dtype or level";
     case MPIUCC_ERR_MISMATCH: return "frames do not match (codec, dtype, count or grid)";
     case MPIUCC_ERR_OVERFLOW: return "integer overflow in the sum of indices";
+    case MPIUCC_ERR_NOMEM: return "out of memory";
     }
     return "unknown status";
 }
