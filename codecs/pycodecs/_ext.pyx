@@ -17,21 +17,26 @@ STATUS_NAMES = (
     "MPIUCC_OK", "MPIUCC_ERR_ARG", "MPIUCC_ERR_CAPACITY", "MPIUCC_ERR_TRUNCATED",
     "MPIUCC_ERR_MAGIC", "MPIUCC_ERR_VERSION", "MPIUCC_ERR_HEADER_CHECKSUM",
     "MPIUCC_ERR_PAYLOAD_CHECKSUM", "MPIUCC_ERR_CORRUPT", "MPIUCC_ERR_UNSUPPORTED",
-    "MPIUCC_ERR_MISMATCH", "MPIUCC_ERR_OVERFLOW",
+    "MPIUCC_ERR_MISMATCH", "MPIUCC_ERR_OVERFLOW", "MPIUCC_ERR_NOMEM",
 )
+ERR_CAPACITY = MPIUCC_ERR_CAPACITY
+ERR_MISMATCH = MPIUCC_ERR_MISMATCH
 
 
 class CodecError(Exception):
-    """A status other than OK from the C library; .status is its pinned value."""
+    """A status other than OK from the C library, or a frame refused by the caller's limits
+    (codec, dtype, count, size); .status is the pinned value, .detail what was found."""
 
-    def __init__(self, status):
+    def __init__(self, status, detail=None):
         status = int(status)
         self.status = status
         self.status_name = STATUS_NAMES[status] if 0 <= status < len(STATUS_NAMES) else "unknown"
-        Exception.__init__(self, mpiucc_status_string(<mpiucc_status>status).decode())
+        self.detail = detail
+        text = mpiucc_status_string(<mpiucc_status>status).decode()
+        Exception.__init__(self, f"{text}: {detail}" if detail else text)
 
     def __reduce__(self):
-        return (type(self), (self.status,))
+        return (type(self), (self.status, self.detail))
 
 
 cdef inline int check(mpiucc_status status) except -1:
