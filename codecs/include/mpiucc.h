@@ -4,8 +4,8 @@
  * state is a write-once CPU-dispatch choice. Calls may therefore run concurrently and with the
  * Python GIL released.
  *
- * Allocation: decoding (mpiucc_read_header, mpiucc_decompress, mpiucc_decompress_add) never
- * allocates; it uses at most about 100 KiB of stack. Two calls allocate one scratch buffer of
+ * Allocation: decoding (mpiucc_read_header, mpiucc_decompress, mpiucc_decompress_add,
+ * mpiucc_decompress_scratch) never allocates; it uses at most about 100 KiB of stack. Two calls allocate one scratch buffer of
  * count bytes, freed before they return: mpiucc_compress(_ef) at the dense level (a quarter of
  * an f32 input), and mpiucc_ebq_add when frame a is dense (only when dst_capacity holds count
  * bytes past the header). A failed allocation returns MPIUCC_ERR_NOMEM. Nothing else
@@ -178,6 +178,19 @@ mpiucc_status mpiucc_decompress(const void *src, size_t src_size, void *dst,
  * in a fixed order with this gives bitwise-identical results on every machine. */
 mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                     size_t dst_capacity, size_t *count);
+
+/* Scratch bytes that let mpiucc_decompress_scratch decode the frame of a validated header in
+ * one pass: header->count for an ebq dense frame, 0 for every other frame. */
+size_t mpiucc_decompress_scratch_size(const mpiucc_header *header);
+
+/* mpiucc_decompress (add = 0) or mpiucc_decompress_add (add = 1) with caller-owned scratch:
+ * with scratch_size >= mpiucc_decompress_scratch_size, an ebq dense frame's symbols are
+ * decoded once into the scratch instead of twice in chunks (about 1.3x faster); with less
+ * (or NULL) this is the plain call. Same checks, same results, same bytes; no allocation.
+ * scratch must not overlap src or dst; it is written even when the call fails. */
+mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *dst,
+                                        size_t dst_capacity, void *scratch,
+                                        size_t scratch_size, int add, size_t *count);
 
 /* ---- ebq in the integer domain (for exact reductions of compressed data) ----
  * The grid is fixed by the step alone: index = round(x / step). Frames made with the same

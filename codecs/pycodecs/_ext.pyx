@@ -157,28 +157,42 @@ def read_header(const unsigned char[::1] frame):
             h.block, h.aux, h.payload_checksum)
 
 
-def decompress(const unsigned char[::1] frame, unsigned char[::1] dst):
-    """Decode the frame into dst; returns the element count."""
-    cdef size_t count = 0
+cdef size_t scratch_size(const void *src, size_t src_size) noexcept nogil:
+    cdef mpiucc_header h
+    if mpiucc_read_header(src, src_size, &h) != MPIUCC_OK:
+        return 0
+    return mpiucc_decompress_scratch_size(&h)
+
+
+cdef decode(const unsigned char[::1] frame, unsigned char[::1] dst, int add):
+    """Decode (add 0) or add (1) the frame into dst, with a scratch buffer of the size the
+    frame asks (count bytes for an ebq dense frame: the one-pass path) when dst holds the
+    frame's output, so that the scratch never exceeds a quarter of dst."""
+    cdef size_t count = 0, need
     cdef mpiucc_status st
     cdef const void *s = rptr(frame)
     cdef void *d = wptr(dst)
+    cdef unsigned char[::1] scratch
+    cdef void *sp = NULL
     with nogil:
-        st = mpiucc_decompress(s, frame.shape[0], d, dst.shape[0], &count)
+        need = scratch_size(s, frame.shape[0])
+    if need and need <= <size_t>dst.shape[0] // 4:
+        scratch = bytearray(need)
+        sp = <void *>&scratch[0]
+    with nogil:
+        st = mpiucc_decompress_scratch(s, frame.shape[0], d, dst.shape[0], sp, need, add, &count)
     check(st)
     return count
+
+
+def decompress(const unsigned char[::1] frame, unsigned char[::1] dst):
+    """Decode the frame into dst; returns the element count."""
+    return decode(frame, dst, 0)
 
 
 def decompress_add(const unsigned char[::1] frame, unsigned char[::1] dst):
     """dst += decoded frame; returns the element count."""
-    cdef size_t count = 0
-    cdef mpiucc_status st
-    cdef const void *s = rptr(frame)
-    cdef void *d = wptr(dst)
-    with nogil:
-        st = mpiucc_decompress_add(s, frame.shape[0], d, dst.shape[0], &count)
-    check(st)
-    return count
+    return decode(frame, dst, 1)
 
 
 def ebq_quantize(Params p, const unsigned char[::1] src, size_t count, int32_t[::1] indices,

@@ -281,13 +281,18 @@ typedef struct {
     size_t n, b;                    /* elements, next block */
     int dense;
     size_t chunk_end;               /* dense: element after the last decoded symbol */
+    const uint8_t *sym;             /* dense, one pass: every symbol (caller's scratch) */
     uint8_t chunk[EBQ_DENSE_CHUNK]; /* dense: symbols from chunk_end - its length on */
     mpiucc_rans_decoder dec;        /* dense: the symbols' decoder */
 } ebq_reader;
-/* Validate the whole payload (nothing is read out of bounds later) and set up r. */
-mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload);
+/* Validate the whole payload (nothing is read out of bounds later) and set up r. A dense
+ * payload with scratch of at least count bytes is decoded once into it; with less (or NULL)
+ * it is decoded twice, chunk by chunk (validation, then the blocks). */
+mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload,
+                              uint8_t *scratch, size_t scratch_size);
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
-                                    const uint8_t *payload);
+                                    const uint8_t *payload, uint8_t *scratch,
+                                    size_t scratch_size);
 /* z of the next block (32 values, zero past the element count). */
 void ebq_dense_block(ebq_reader *r, uint32_t *z);
 static inline void ebq_reader_block(ebq_reader *r, uint32_t *z) {

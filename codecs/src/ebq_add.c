@@ -157,8 +157,9 @@ mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t
     memset(&w, 0, sizeof w);
     size_t es = mpiucc_dtype_size((mpiucc_dtype)ha.dtype), size = 0;
     uint8_t *out = (uint8_t *)dst;
-    st = ebq_reader_init(&ra, &ha, (const uint8_t *)a + MPIUCC_HEADER_SIZE);
-    if (st == MPIUCC_OK) st = ebq_reader_init(&rb, &hb, (const uint8_t *)b + MPIUCC_HEADER_SIZE);
+    st = ebq_reader_init(&ra, &ha, (const uint8_t *)a + MPIUCC_HEADER_SIZE, NULL, 0);
+    if (st == MPIUCC_OK)
+        st = ebq_reader_init(&rb, &hb, (const uint8_t *)b + MPIUCC_HEADER_SIZE, NULL, 0);
     if (st == MPIUCC_OK)
         st = ebq_writer_init(&w, dense, ha.count, es,
                              out + MPIUCC_HEADER_SIZE, dst_capacity - MPIUCC_HEADER_SIZE);

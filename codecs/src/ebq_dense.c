@@ -79,7 +79,8 @@ static mpiucc_status next_chunk(ebq_reader *r, size_t i0, size_t m) {
 }
 
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
-                                    const uint8_t *payload) {
+                                    const uint8_t *payload, uint8_t *scratch,
+                                    size_t scratch_size) {
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype);
     uint64_t ps = h->payload_size;
     if (ps < EBQ_DENSE_SUBHEADER) return MPIUCC_ERR_CORRUPT;
@@ -97,10 +98,21 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
     r->end = payload + ps;
     mpiucc_status st = ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
     if (st != MPIUCC_OK) return st;
+    const uint8_t *p = r->esc;
+    if (scratch && scratch_size >= n) { /* one pass: every symbol into the caller's scratch */
+        if (mpiucc_rans_decode(rans, (size_t)rsize, scratch, n) != MPIUCC_OK)
+            return MPIUCC_ERR_CORRUPT;
+        for (const uint8_t *s = scratch; n && (s = memchr(s, ESC, (size_t)(scratch + n - s)));
+             s++) {
+            uint32_t v;
+            if (!read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
+        }
+        r->sym = scratch;
+        return p == rans ? MPIUCC_OK : MPIUCC_ERR_CORRUPT;
+    }
     /* Pass 1: the whole rANS stream and every escape, so that nothing is written on error. */
     if (mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n) != MPIUCC_OK)
         return MPIUCC_ERR_CORRUPT;
-    const uint8_t *p = r->esc;
     for (size_t i0 = 0; i0 < n; i0 += EBQ_DENSE_CHUNK) {
         size_t m = n - i0 < EBQ_DENSE_CHUNK ? n - i0 : EBQ_DENSE_CHUNK;
         if (next_chunk(r, i0, m) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
@@ -118,9 +130,14 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
 
 void ebq_dense_block(ebq_reader *r, uint32_t *z) {
     size_t i0 = r->b * EBQ_BLOCK, m = r->n - i0 < EBQ_BLOCK ? r->n - i0 : EBQ_BLOCK;
-    if (i0 >= r->chunk_end) /* validated by the reader's init: cannot fail */
-        next_chunk(r, i0, r->n - i0 < EBQ_DENSE_CHUNK ? r->n - i0 : EBQ_DENSE_CHUNK);
-    const uint8_t *sym = r->chunk + (i0 % EBQ_DENSE_CHUNK);
+    const uint8_t *sym;
+    if (r->sym) {
+        sym = r->sym + i0;
+    } else {
+        if (i0 >= r->chunk_end) /* validated by the reader's init: cannot fail */
+            next_chunk(r, i0, r->n - i0 < EBQ_DENSE_CHUNK ? r->n - i0 : EBQ_DENSE_CHUNK);
+        sym = r->chunk + (i0 % EBQ_DENSE_CHUNK);
+    }
     for (size_t i = 0; i < m; i++) {
         z[i] = sym[i];
         if (sym[i] == ESC) {

@@ -142,6 +142,6 @@ static mpiucc_status bf16_decode(const mpiucc_header *h, const uint8_t *payload,
 }
 
 const mpiucc_codec_impl mpiucc_fp16_impl = {half_payload_bound, half_check_params, fp16_encode,
-                                            half_check_header, fp16_decode};
+                                            half_check_header, fp16_decode, NULL, NULL};
 const mpiucc_codec_impl mpiucc_bf16_impl = {half_payload_bound, half_check_params, bf16_encode,
-                                            half_check_header, bf16_decode};
+                                            half_check_header, bf16_decode, NULL, NULL};

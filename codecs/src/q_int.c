@@ -127,6 +127,6 @@ static mpiucc_status int_decode(const mpiucc_header *h, const uint8_t *payload, 
 }
 
 const mpiucc_codec_impl mpiucc_int8_impl = {int_payload_bound, int_check_params, int_encode,
-                                            int_check_header, int_decode};
+                                            int_check_header, int_decode, NULL, NULL};
 const mpiucc_codec_impl mpiucc_int4_impl = {int_payload_bound, int_check_params, int_encode,
-                                            int_check_header, int_decode};
+                                            int_check_header, int_decode, NULL, NULL};

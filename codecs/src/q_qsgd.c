@@ -134,4 +134,4 @@ static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload,
 }
 
 const mpiucc_codec_impl mpiucc_qsgd_impl = {qsgd_payload_bound, qsgd_check_params, qsgd_encode,
-                                            qsgd_check_header, qsgd_decode};
+                                            qsgd_check_header, qsgd_decode, NULL, NULL};

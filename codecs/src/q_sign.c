@@ -93,4 +93,4 @@ static mpiucc_status sign_decode(const mpiucc_header *h, const uint8_t *payload,
 }
 
 const mpiucc_codec_impl mpiucc_sign_impl = {sign_payload_bound, sign_check_params, sign_encode,
-                                            sign_check_header, sign_decode};
+                                            sign_check_header, sign_decode, NULL, NULL};

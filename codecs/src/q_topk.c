@@ -154,4 +154,4 @@ static mpiucc_status topk_decode(const mpiucc_header *h, const uint8_t *payload,
 }
 
 const mpiucc_codec_impl mpiucc_topk_impl = {topk_payload_bound, topk_check_params, topk_encode,
-                                            topk_check_header, topk_decode};
+                                            topk_check_header, topk_decode, NULL, NULL};

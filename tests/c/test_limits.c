@@ -94,6 +94,35 @@ static void test_allocations(void) {
     CHECK_ST(mpiucc_decompress(frame, fs, y, sizeof y, NULL), MPIUCC_OK);
     CHECK_ST(mpiucc_decompress_add(frame, fs, y, sizeof y, NULL), MPIUCC_OK);
     MALLOCS_AT_MOST(0, 0); /* decoding never allocates */
+    /* with the caller's scratch (one pass): the same output, and still no allocation */
+    static float y2[N];
+    static uint8_t scratch[N];
+    mpiucc_header h;
+    CHECK_ST(mpiucc_read_header(frame, fs, &h), MPIUCC_OK);
+    CHECK(mpiucc_decompress_scratch_size(&h) == N);
+    reset_malloc();
+    CHECK_ST(mpiucc_decompress(frame, fs, y, sizeof y, NULL), MPIUCC_OK);
+    CHECK_ST(mpiucc_decompress_scratch(frame, fs, y2, sizeof y2, scratch, N, 0, NULL), MPIUCC_OK);
+    CHECK(!memcmp(y, y2, sizeof y));
+    CHECK_ST(mpiucc_decompress_scratch(frame, fs, y2, sizeof y2, scratch, N, 1, NULL), MPIUCC_OK);
+    CHECK_ST(mpiucc_decompress_scratch(frame, fs, y2, sizeof y2, scratch, N - 1, 1, NULL),
+             MPIUCC_OK); /* too small: the two-pass path */
+    for (size_t i = 0; i < N; i++) CHECK(y2[i] == 3 * y[i] || !(fabsf(y2[i] - 3 * y[i]) > 0));
+    CHECK_ST(mpiucc_decompress_scratch(frame, fs, y2, sizeof y2, scratch, N, 2, NULL),
+             MPIUCC_ERR_ARG);
+    MALLOCS_AT_MOST(0, 0);
+    /* a damaged rANS stream (its last state below 2^16): refused on both paths, the output
+     * untouched */
+    uint8_t *rans_end = frame + MPIUCC_HEADER_SIZE + 24 + mpiucc_get_u64(frame + 72) +
+                        mpiucc_get_u64(frame + 80);
+    CHECK(rans_end[-2] || rans_end[-1]);
+    uint8_t saved[2] = {rans_end[-2], rans_end[-1]};
+    rans_end[-2] = rans_end[-1] = 0;
+    memcpy(y2, y, sizeof y);
+    CHECK(mpiucc_decompress_scratch(frame, fs, y2, sizeof y2, scratch, N, 0, NULL) != MPIUCC_OK);
+    CHECK(mpiucc_decompress(frame, fs, y2, sizeof y2, NULL) != MPIUCC_OK);
+    CHECK(!memcmp(y, y2, sizeof y));
+    rans_end[-2] = saved[0], rans_end[-1] = saved[1];
     reset_malloc();
     CHECK_ST(mpiucc_ebq_add(frame, fs, frame, fs, sum, sizeof sum, &ss), MPIUCC_OK);
     MALLOCS_AT_MOST(1, (size_t)N);

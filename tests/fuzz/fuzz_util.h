@@ -111,6 +111,16 @@ static inline void fz_decode_checked(const uint8_t *f, size_t size) {
     mpiucc_status st_add = mpiucc_decompress_add(f, size, sum, cap, NULL);
     FZ_ASSERT(st_add == st);
     if (st != MPIUCC_OK) FZ_ASSERT(fz_untouched(sum, cap));
+    /* the one-pass path with the caller's scratch: the same status and the same bytes */
+    size_t need = mpiucc_decompress_scratch_size(&h);
+    FZ_ASSERT(need <= h.count);
+    uint8_t *scratch = (uint8_t *)malloc(need ? need : 1);
+    FZ_ASSERT(scratch);
+    memset(sum, FZ_SENTINEL, cap);
+    mpiucc_status st_s = mpiucc_decompress_scratch(f, size, sum, cap, scratch, need, 0, NULL);
+    FZ_ASSERT(st_s == st);
+    FZ_ASSERT(st != MPIUCC_OK ? fz_untouched(sum, cap) : !memcmp(sum, out, cap));
+    free(scratch);
     if (cap) {
         FZ_ASSERT(mpiucc_decompress(f, size, out, cap - 1, NULL) == MPIUCC_ERR_CAPACITY);
         FZ_ASSERT(mpiucc_decompress(f, size, NULL, cap, NULL) == MPIUCC_ERR_ARG);
