@@ -177,7 +177,7 @@ cdef decode(const unsigned char[::1] frame, unsigned char[::1] dst, int add):
     with nogil:
         need = scratch_size(s, frame.shape[0])
     if need and need <= <size_t>dst.shape[0] // 4:
-        scratch = bytearray(need)
+        scratch = PyByteArray_FromStringAndSize(NULL, need)  # uninitialised
         sp = <void *>&scratch[0]
     with nogil:
         st = mpiucc_decompress_scratch(s, frame.shape[0], d, dst.shape[0], sp, need, add, &count)
