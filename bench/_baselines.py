@@ -113,27 +113,34 @@ def zfp_row(x: np.ndarray, bound: float, reps: int) -> Row:
     )
 
 
-def sz3_row(x: np.ndarray, bound: float, reps: int) -> Row:
-    name = "SZ3 abs (pysz)"
+def sz3_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:
+    """SZ3 through pysz, absolute bound, one thread: its default predictor (interpolation +
+    Lorenzo) and Lorenzo + regression."""
     try:
         import pysz
     except ImportError as e:
-        return _missing(name, "pysz", e)
-    cfg = pysz.szConfig(x.shape)
-    cfg.errorBoundMode = pysz.szErrorBoundMode.ABS
-    cfg.absErrorBound = bound
-    cfg.openmp = False
-    return measure(
-        name,
-        x,
-        lambda: pysz.sz.compress(x, cfg)[0],
-        lambda z: pysz.sz.decompress(z, np.float32, x.shape)[0],
-        lambda z: z.nbytes,
-        reps,
-        bound=bound,
-        group=GROUP,
-        note=_version("pysz"),
-    )
+        return [_missing("SZ3 abs (pysz)", "pysz", e)]
+    rows = []
+    for algo, label in (("INTERP_LORENZO", "interp+lorenzo"), ("LORENZO_REG", "lorenzo+reg")):
+        cfg = pysz.szConfig(x.shape)
+        cfg.errorBoundMode = pysz.szErrorBoundMode.ABS
+        cfg.absErrorBound = bound
+        cfg.cmprAlgo = getattr(pysz.szAlgorithm, algo)
+        cfg.openmp = False
+        rows.append(
+            measure(
+                f"SZ3 abs {label} (pysz)",
+                x,
+                lambda cfg=cfg: pysz.sz.compress(x, cfg)[0],
+                lambda z: pysz.sz.decompress(z, np.float32, x.shape)[0],
+                lambda z: z.nbytes,
+                reps,
+                bound=bound,
+                group=GROUP,
+                note=_version("pysz"),
+            )
+        )
+    return rows
 
 
 def numcodecs_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:
@@ -174,11 +181,12 @@ def numcodecs_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:
     ]
 
 
-def all_rows(x: np.ndarray, bound: float, reps: int) -> list[Row]:
-    """Every baseline; bound is the absolute error bound for the error-bounded ones."""
+def all_rows(x: np.ndarray, bound: float, reps: int, fixed_rate: bool = True) -> list[Row]:
+    """Every baseline; bound is the absolute error bound for the error-bounded ones; torch's
+    fixed-rate conversions only with fixed_rate (they do not depend on the bound)."""
     return [
-        *torch_rows(x, reps),
+        *(torch_rows(x, reps) if fixed_rate else []),
         zfp_row(x, bound, reps),
-        sz3_row(x, bound, reps),
+        *sz3_rows(x, bound, reps),
         *numcodecs_rows(x, bound, reps),
     ]

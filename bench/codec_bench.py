@@ -24,7 +24,7 @@ import numpy as np
 from _common import Row, Table, best_time, fill_error, load_input, measure, per_call_us
 
 QUANTIZERS = ("fp16", "bf16", "int8", "int4", "sign", "qsgd", "topk")
-# levels has no default for these two: the usual choices (as in the C bench)
+# the library's defaults are qsgd s=16 and topk k=16/256; these rows keep the C bench's choices
 QUANTIZER_KW = {
     "qsgd": ({"levels": 7, "rounding": "stochastic", "seed": 1}, " s=7"),
     "topk": ({"levels": 3}, " k=3/block"),
@@ -221,7 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     pc = import_pycodecs()
     generate = not (args.no_generate or args.quick)
     x, source = load_input(args.file, args.n, generate)
-    abs_bound = bounds[0] * float(x.max() - x.min())
     simd = f"cpu {pc.simd_level()}" if pc else "pycodecs missing"
     table = Table(
         f"codec_bench: {source}, {x.nbytes / 1e6:.1f} MB, range [{x.min():.4g}, "
@@ -233,11 +232,16 @@ def main(argv: list[str] | None = None) -> int:
         rows, skipped = mpiucc_rows(pc, x, engines(codecs, bounds), args.reps)
         table.rows += rows
     if not args.no_baselines:
-        for row in _baselines.all_rows(x, abs_bound, args.reps):
-            table.add(row)
+        for i, rel in enumerate(bounds):
+            bound = rel * float(x.max() - x.min())
+            for row in _baselines.all_rows(x, bound, args.reps, fixed_rate=i == 0):
+                if len(bounds) > 1 and row.bound > 0:
+                    row.engine += f" rel={rel:g}"
+                table.add(row)
     table.write(args.fmt or "text")
     if args.fmt is None:
-        print(f"baselines' absolute bound: {abs_bound:.4g} (= {bounds[0]:g} x value range)")
+        for rel in bounds:
+            print(f"baselines' absolute bound at rel={rel:g}: {rel * (x.max() - x.min()):.4g}")
         if skipped:
             print(f"not in this build of the library: {', '.join(skipped)}")
         print()

@@ -8,6 +8,11 @@ tensor a pipeline stage would send) the same way. A JSON sidecar records the set
 
     python bench/make_gradients.py                      # bench/data/grads_gpt.f32 (+ acts)
     python bench/make_gradients.py --steps 20 --out /tmp/g.f32 --no-acts
+    python bench/make_gradients.py --fresh              # bench/data/grads_gpt_fresh.f32
+
+--fresh is the second gradient set: a freshly initialized GPT-2-like model (8 layers, width
+512, 25 M parameters) and the gradient of its very first batch, with no training step: heavier
+tails (max|g|/std in the hundreds) than the trained model's.
 
 Deterministic for a given Python (its stdlib is the corpus) and torch version.
 """
@@ -138,7 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus-bytes", type=int, default=4 << 20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--fresh", action="store_true", help="the fresh-model set (see above)")
     args = ap.parse_args(argv)
+    if args.fresh:
+        args.steps, args.layers, args.width, args.heads, args.no_acts = 0, 8, 512, 8, True
+        if args.out == DATA_DIR / "grads_gpt.f32":
+            args.out = DATA_DIR / "grads_gpt_fresh.f32"
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -1,8 +1,20 @@
 /* mpiucc.h: the codec library of mpiucc (error-bounded and quantizing float codecs).
  *
- * Every function is stateless and reentrant: the caller owns every buffer, nothing is
- * allocated on the hot path, and the only global state is a write-once CPU-dispatch choice.
- * Calls may therefore run concurrently and with the Python GIL released.
+ * Every function is stateless and reentrant: the caller owns every buffer and the only global
+ * state is a write-once CPU-dispatch choice. Calls may therefore run concurrently and with the
+ * Python GIL released.
+ *
+ * Allocation: decoding (mpiucc_read_header, mpiucc_decompress, mpiucc_decompress_add,
+ * mpiucc_decompress_scratch) never allocates; it uses at most about 100 KiB of stack. Two calls allocate one scratch buffer of
+ * count bytes, freed before they return: mpiucc_compress(_ef) at the dense level (a quarter of
+ * an f32 input), and mpiucc_ebq_add when frame a is dense (only when dst_capacity holds count
+ * bytes past the header). A failed allocation returns MPIUCC_ERR_NOMEM. Nothing else
+ * allocates.
+ *
+ * Frames are untrusted input: a header may claim up to 2^60 elements in a few bytes. Decoders
+ * check the header against dst_capacity before any work in proportion to the count, so the
+ * caller's dst_capacity is the limit; check codec, dtype and count with mpiucc_read_header
+ * against what you expect before sizing a buffer from a frame (codecs/FORMAT.md, "Limits").
  *
  * Counts are numbers of elements; *_size and *_capacity are numbers of bytes.
  * Every compressed buffer is a self-describing frame (codecs/FORMAT.md).
@@ -36,7 +48,8 @@ typedef enum {
     MPIUCC_ERR_CORRUPT = 8,          /* a field or the payload is inconsistent */
     MPIUCC_ERR_UNSUPPORTED = 9,      /* codec and dtype (or level) do not go together */
     MPIUCC_ERR_MISMATCH = 10,        /* two frames cannot be combined (codec, grid, count) */
-    MPIUCC_ERR_OVERFLOW = 11         /* an integer sum of indices would overflow */
+    MPIUCC_ERR_OVERFLOW = 11,        /* an integer sum of indices would overflow */
+    MPIUCC_ERR_NOMEM = 12            /* a scratch allocation failed (out of memory) */
 } mpiucc_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -107,7 +120,7 @@ typedef struct {
     uint32_t level;       /* ebq: mpiucc_level */
     uint32_t predictor;   /* ebq: mpiucc_predictor */
     uint32_t block_size;  /* quantizers: elements per scale block; 0 for the codec's default */
-    uint32_t levels;      /* qsgd: quantization levels s (1..127); topk: k per block */
+    uint32_t levels;      /* qsgd: levels s (1..127; 0: 16); topk: k per block (0: block/16) */
     uint32_t rounding;    /* quantizers: mpiucc_rounding */
     uint64_t seed;        /* stochastic rounding: seed of the counter-based generator */
     uint32_t flags;       /* MPIUCC_FLAG_PAYLOAD_CHECKSUM or 0 */
@@ -155,7 +168,9 @@ mpiucc_status mpiucc_compress_ef(const mpiucc_params *params, const void *src,
 mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header *header);
 
 /* Decompress the frame at src into dst (header.count elements of header.dtype).
- * *count, when not NULL, receives the element count. */
+ * *count, when not NULL, receives the element count. MPIUCC_ERR_CAPACITY when header.count
+ * elements do not fit in dst_capacity (checked first). The whole payload is validated before
+ * dst is written: on any error dst is untouched. No allocation. */
 mpiucc_status mpiucc_decompress(const void *src, size_t src_size, void *dst,
                                 size_t dst_capacity, size_t *count);
 
@@ -163,6 +178,19 @@ mpiucc_status mpiucc_decompress(const void *src, size_t src_size, void *dst,
  * in a fixed order with this gives bitwise-identical results on every machine. */
 mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                     size_t dst_capacity, size_t *count);
+
+/* Scratch bytes that let mpiucc_decompress_scratch decode the frame of a validated header in
+ * one pass: header->count for an ebq dense frame, 0 for every other frame. */
+size_t mpiucc_decompress_scratch_size(const mpiucc_header *header);
+
+/* mpiucc_decompress (add = 0) or mpiucc_decompress_add (add = 1) with caller-owned scratch:
+ * with scratch_size >= mpiucc_decompress_scratch_size, an ebq dense frame's symbols are
+ * decoded once into the scratch instead of twice in chunks (about 1.3x faster); with less
+ * (or NULL) this is the plain call. Same checks, same results, same bytes; no allocation.
+ * scratch must not overlap src or dst; it is written even when the call fails. */
+mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *dst,
+                                        size_t dst_capacity, void *scratch,
+                                        size_t scratch_size, int add, size_t *count);
 
 /* ---- ebq in the integer domain (for exact reductions of compressed data) ----
  * The grid is fixed by the step alone: index = round(x / step). Frames made with the same
@@ -188,7 +216,12 @@ mpiucc_status mpiucc_unpack_indices(const void *src, size_t src_size, int32_t *i
 /* Add two ebq frames (same dtype, count and step; any level and predictor) into one ebq
  * frame at dst, of the level of a, whose indices are the exact sums. An element that is an
  * outlier in either input becomes an outlier of the result with value a + b, computed in
- * the dtype. The result's bound field is the sum of the inputs' bounds. */
+ * the dtype. The result's bound field is the sum of the inputs' bounds. Frames that differ in
+ * count (or codec, dtype, step) give MPIUCC_ERR_MISMATCH. dst_capacity must hold the header
+ * and count bytes (a dense) or 16 + count/32 bytes (fast) before anything else is done, else
+ * MPIUCC_ERR_CAPACITY; a dense a then takes count bytes of scratch (MPIUCC_ERR_NOMEM).
+ * mpiucc_ebq_add_bound is arithmetic on the headers: it grows with their count, so check
+ * the count against what you expect before allocating that much. */
 size_t mpiucc_ebq_add_bound(const void *a, size_t a_size, const void *b, size_t b_size);
 mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t b_size,
                              void *dst, size_t dst_capacity, size_t *dst_size);
@@ -197,8 +230,10 @@ mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t
 
 typedef enum { MPIUCC_SIMD_GENERIC = 0, MPIUCC_SIMD_AVX2 = 1 } mpiucc_simd;
 
-/* The SIMD level the kernels use: the best the CPU has, or GENERIC when the environment
- * variable MPIUCC_FORCE_GENERIC is set to a non-empty value other than "0" at first use. */
+/* The SIMD level the kernels use: the best the CPU has (AVX2 needs AVX2, F16C and BMI2, all
+ * checked at run time, with the OS's support of the AVX state), or GENERIC when the
+ * environment variable MPIUCC_FORCE_GENERIC is set to a non-empty value other than "0" at
+ * first use. Every level writes the same bytes. */
 mpiucc_simd mpiucc_simd_level(void);
 
 /* Force a SIMD level (for tests and benches); returns the level in force afterwards, which is

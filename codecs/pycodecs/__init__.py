@@ -5,6 +5,7 @@ classes live in pycodecs.numcodecs_codecs.
 """
 
 from pycodecs._ext import FLAG_NONFINITE, FLAG_PAYLOAD_CHECKSUM, CodecError
+from pycodecs._limits import DEFAULT_MAX_DECODE_BYTES
 from pycodecs._params import CODECS, DTYPES, Header
 from pycodecs.api import (
     compress,
@@ -24,6 +25,7 @@ from pycodecs.api import (
 __version__ = "0.1.0"
 __all__ = [
     "CODECS",
+    "DEFAULT_MAX_DECODE_BYTES",
     "DTYPES",
     "FLAG_NONFINITE",
     "FLAG_PAYLOAD_CHECKSUM",

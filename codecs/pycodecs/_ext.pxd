@@ -21,6 +21,7 @@ cdef extern from "mpiucc.h" nogil:
         MPIUCC_ERR_UNSUPPORTED
         MPIUCC_ERR_MISMATCH
         MPIUCC_ERR_OVERFLOW
+        MPIUCC_ERR_NOMEM
 
     ctypedef enum mpiucc_simd:
         MPIUCC_SIMD_GENERIC
@@ -70,6 +71,10 @@ cdef extern from "mpiucc.h" nogil:
                                     size_t dst_capacity, size_t *count)
     mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                         size_t dst_capacity, size_t *count)
+    size_t mpiucc_decompress_scratch_size(const mpiucc_header *header)
+    mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *dst,
+                                            size_t dst_capacity, void *scratch,
+                                            size_t scratch_size, int add, size_t *count)
 
     mpiucc_status mpiucc_ebq_quantize(const mpiucc_params *params, const void *src, size_t count,
                                       int32_t *indices, uint64_t *outlier_pos,

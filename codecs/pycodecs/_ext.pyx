@@ -17,21 +17,26 @@ STATUS_NAMES = (
     "MPIUCC_OK", "MPIUCC_ERR_ARG", "MPIUCC_ERR_CAPACITY", "MPIUCC_ERR_TRUNCATED",
     "MPIUCC_ERR_MAGIC", "MPIUCC_ERR_VERSION", "MPIUCC_ERR_HEADER_CHECKSUM",
     "MPIUCC_ERR_PAYLOAD_CHECKSUM", "MPIUCC_ERR_CORRUPT", "MPIUCC_ERR_UNSUPPORTED",
-    "MPIUCC_ERR_MISMATCH", "MPIUCC_ERR_OVERFLOW",
+    "MPIUCC_ERR_MISMATCH", "MPIUCC_ERR_OVERFLOW", "MPIUCC_ERR_NOMEM",
 )
+ERR_CAPACITY = MPIUCC_ERR_CAPACITY
+ERR_MISMATCH = MPIUCC_ERR_MISMATCH
 
 
 class CodecError(Exception):
-    """A status other than OK from the C library; .status is its pinned value."""
+    """A status other than OK from the C library, or a frame refused by the caller's limits
+    (codec, dtype, count, size); .status is the pinned value, .detail what was found."""
 
-    def __init__(self, status):
+    def __init__(self, status, detail=None):
         status = int(status)
         self.status = status
         self.status_name = STATUS_NAMES[status] if 0 <= status < len(STATUS_NAMES) else "unknown"
-        Exception.__init__(self, mpiucc_status_string(<mpiucc_status>status).decode())
+        self.detail = detail
+        text = mpiucc_status_string(<mpiucc_status>status).decode()
+        Exception.__init__(self, f"{text}: {detail}" if detail else text)
 
     def __reduce__(self):
-        return (type(self), (self.status,))
+        return (type(self), (self.status, self.detail))
 
 
 cdef inline int check(mpiucc_status status) except -1:
@@ -152,28 +157,42 @@ def read_header(const unsigned char[::1] frame):
             h.block, h.aux, h.payload_checksum)
 
 
-def decompress(const unsigned char[::1] frame, unsigned char[::1] dst):
-    """Decode the frame into dst; returns the element count."""
-    cdef size_t count = 0
+cdef size_t scratch_size(const void *src, size_t src_size) noexcept nogil:
+    cdef mpiucc_header h
+    if mpiucc_read_header(src, src_size, &h) != MPIUCC_OK:
+        return 0
+    return mpiucc_decompress_scratch_size(&h)
+
+
+cdef decode(const unsigned char[::1] frame, unsigned char[::1] dst, int add):
+    """Decode (add 0) or add (1) the frame into dst, with a scratch buffer of the size the
+    frame asks (count bytes for an ebq dense frame: the one-pass path) when dst holds the
+    frame's output, so that the scratch never exceeds a quarter of dst."""
+    cdef size_t count = 0, need
     cdef mpiucc_status st
     cdef const void *s = rptr(frame)
     cdef void *d = wptr(dst)
+    cdef unsigned char[::1] scratch
+    cdef void *sp = NULL
     with nogil:
-        st = mpiucc_decompress(s, frame.shape[0], d, dst.shape[0], &count)
+        need = scratch_size(s, frame.shape[0])
+    if need and need <= <size_t>dst.shape[0] // 4:
+        scratch = PyByteArray_FromStringAndSize(NULL, need)  # uninitialised
+        sp = <void *>&scratch[0]
+    with nogil:
+        st = mpiucc_decompress_scratch(s, frame.shape[0], d, dst.shape[0], sp, need, add, &count)
     check(st)
     return count
+
+
+def decompress(const unsigned char[::1] frame, unsigned char[::1] dst):
+    """Decode the frame into dst; returns the element count."""
+    return decode(frame, dst, 0)
 
 
 def decompress_add(const unsigned char[::1] frame, unsigned char[::1] dst):
     """dst += decoded frame; returns the element count."""
-    cdef size_t count = 0
-    cdef mpiucc_status st
-    cdef const void *s = rptr(frame)
-    cdef void *d = wptr(dst)
-    with nogil:
-        st = mpiucc_decompress_add(s, frame.shape[0], d, dst.shape[0], &count)
-    check(st)
-    return count
+    return decode(frame, dst, 1)
 
 
 def ebq_quantize(Params p, const unsigned char[::1] src, size_t count, int32_t[::1] indices,

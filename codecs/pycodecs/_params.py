@@ -27,7 +27,7 @@ DEFAULTS = {
     "predictor": "none",
     "block_size": 0,
     "levels": 0,
-    "rounding": "nearest",
+    "rounding": None,
     "seed": 0,
     "checksum": False,
 }
@@ -72,12 +72,16 @@ def make_params(
     predictor: str,
     block_size: int,
     levels: int,
-    rounding: str,
+    rounding: str | None,
     seed: int,
     checksum: bool,
 ) -> _ext.Params:
-    """Validated C params (cached: the same arguments give the same immutable object)."""
+    """Validated C params (cached: the same arguments give the same immutable object).
+    rounding None is the codec's convention: "stochastic" for qsgd (QSGD proper, unbiased),
+    "nearest" for the others; levels 0 is the C library's default (qsgd 16, topk block/16)."""
     code = choice("codec", codec, CODECS)
+    if rounding is None:
+        rounding = "stochastic" if codec == "qsgd" else "nearest"
     return _ext.Params(
         code,
         choice("dtype", dtype, DTYPES) + 1,

@@ -12,6 +12,7 @@ import numpy as np
 
 from pycodecs import _ext
 from pycodecs._buffers import NUMPY_DTYPES, bytes_of, int_array, source, target
+from pycodecs._limits import check_expected, check_size
 from pycodecs._params import (
     DTYPES,
     SIMD_LEVELS,
@@ -45,7 +46,7 @@ def compress(
     predictor: str = "none",
     block_size: int = 0,
     levels: int = 0,
-    rounding: str = "nearest",
+    rounding: str | None = None,
     seed: int = 0,
     checksum: bool = False,
     dtype: str | None = None,
@@ -54,8 +55,9 @@ def compress(
     """Compress x into one frame.
 
     error_bound, mode ("abs"|"rel"), level ("fast"|"dense") and predictor ("none"|"delta")
-    are for ebq; block_size (0: the codec's default), levels (qsgd: s; topk: k per block),
-    rounding ("nearest"|"stochastic") and seed for the quantizers; checksum adds a payload
+    are for ebq; block_size (0: 256), levels (qsgd: s, 0: 16; topk: k per block, 0: one
+    sixteenth of the block), rounding ("nearest"|"stochastic"; None: stochastic for qsgd,
+    nearest otherwise) and seed for the quantizers; checksum adds a payload
     CRC-32C. dtype names the element type of a raw byte buffer or of int16 bfloat16 bits.
     Returns a bytearray of the frame's exact size, or with out= a memoryview of out[:size].
     """
@@ -88,7 +90,7 @@ def compress_ef(
     predictor: str = "none",
     block_size: int = 0,
     levels: int = 0,
-    rounding: str = "nearest",
+    rounding: str | None = None,
     seed: int = 0,
     checksum: bool = False,
     dtype: str | None = None,
@@ -125,24 +127,47 @@ def header(frame: Buffer) -> Header:
     return Header.from_c(_ext.read_header(bytes_of(frame, "frame")))
 
 
-def decompress(frame: Buffer, out: Buffer | None = None) -> Any:
+def decompress(
+    frame: Buffer,
+    out: Buffer | None = None,
+    *,
+    codec: str | None = None,
+    dtype: str | None = None,
+    count: int | None = None,
+    max_count: int | None = None,
+    max_bytes: int | None = None,
+) -> Any:
     """Decode a frame: a new 1-D numpy array of the frame's dtype (bfloat16 as int16 bits),
-    or into out (numpy array or CPU tensor of that dtype and element count), returning out."""
+    or into out (numpy array or CPU tensor of that dtype and element count), returning out.
+
+    The frame is untrusted: its header is checked before anything is allocated. codec, dtype
+    and count, when given, must match (else CodecError, status MISMATCH). Without out, the
+    output is limited by count, max_count (elements) or max_bytes, else by
+    pycodecs.DEFAULT_MAX_DECODE_BYTES (64 MiB; env MPIUCC_MAX_DECODE_BYTES): a frame above
+    the limit raises CodecError (status CAPACITY) and allocates nothing.
+    """
     src = bytes_of(frame, "frame")
     h = _ext.read_header(src)
-    dtype, count = DTYPES[h[2] - 1], h[4]
+    check_expected(h, codec, dtype, count)
+    name, n = DTYPES[h[2] - 1], h[4]
     if out is None:
-        arr = np.empty(count, NUMPY_DTYPES[dtype])
+        if count is None:
+            check_size(h, max_count, max_bytes)
+        arr = np.empty(n, NUMPY_DTYPES[name])
         _ext.decompress(src, arr.view(np.uint8))
         return arr
-    _ext.decompress(src, target(out, dtype, count))
+    _ext.decompress(src, target(out, name, n))
     return out
 
 
-def decompress_add(frame: Buffer, out: Buffer) -> Any:
-    """out += decoded frame (in the frame's dtype); returns out."""
+def decompress_add(
+    frame: Buffer, out: Buffer, *, codec: str | None = None, dtype: str | None = None
+) -> Any:
+    """out += decoded frame (in the frame's dtype); returns out. out's size is the limit;
+    codec and dtype, when given, must match the frame's (CodecError, status MISMATCH)."""
     src = bytes_of(frame, "frame")
     h = _ext.read_header(src)
+    check_expected(h, codec, dtype, None)
     _ext.decompress_add(src, target(out, DTYPES[h[2] - 1], h[4]))
     return out
 
@@ -152,11 +177,30 @@ def compress_bound(count: int, dtype: str = "float32", codec: str = "ebq", **opt
     return _ext.compress_bound(params_from(codec, dtype, options), uint("count", count, 63))
 
 
-def ebq_add(a: Buffer, b: Buffer, out: Buffer | None = None) -> bytearray | memoryview:
-    """The ebq frame whose indices are the exact sums of those of frames a and b."""
+def ebq_add(
+    a: Buffer,
+    b: Buffer,
+    out: Buffer | None = None,
+    *,
+    count: int | None = None,
+    max_count: int | None = None,
+    max_bytes: int | None = None,
+) -> bytearray | memoryview:
+    """The ebq frame whose indices are the exact sums of those of frames a and b.
+
+    Both frames are untrusted: they must have the same element count (and count, when
+    given), else CodecError (MISMATCH); without out, the frames' decoded size is limited as
+    in decompress (count, max_count, max_bytes, else the 64 MiB default) before the output
+    is sized, since the sum takes time and room in proportion to the count.
+    """
     fa, fb = bytes_of(a, "a"), bytes_of(b, "b")
+    ha, hb = _ext.read_header(fa), _ext.read_header(fb)
+    check_expected(ha, "ebq", None, count)
+    check_expected(hb, "ebq", DTYPES[ha[2] - 1], ha[4])
     bound = 0
     if out is None:
+        if count is None:
+            check_size(ha, max_count, max_bytes)
         bound = _ext.ebq_add_bound(fa, fb)
         if bound == 0:  # the frames cannot be added: let the C library say why
             _ext.ebq_add(fa, fb, bytearray())

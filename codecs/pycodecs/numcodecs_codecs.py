@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 from numcodecs.abc import Codec
-from numcodecs.compat import ndarray_copy
+from numcodecs.compat import ensure_ndarray_like, ndarray_copy
 
 from pycodecs import api
-from pycodecs._params import params_from
+from pycodecs._params import ITEMSIZE, params_from
 
 __all__ = ["BF16", "EBQ", "FP16", "QSGD", "Int4", "Int8", "Raw", "Sign", "TopK"]
 
@@ -38,12 +38,19 @@ class _MpiuccCodec(Codec):
         return bytes(api.compress(buf, self._codec, dtype=self.dtype, **self._options()))
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        if out is None:
+        if out is None:  # the default limit of pycodecs.decompress applies
             return api.decompress(buf)
         try:
             return api.decompress(buf, out=out)
         except (TypeError, ValueError):  # another layout or a byte buffer: copy into it
-            return ndarray_copy(api.decompress(buf), out)
+            pass
+        h = api.header(buf)  # out's size is the limit: nothing larger is ever allocated
+        want = ensure_ndarray_like(out).nbytes
+        if h.count * ITEMSIZE[h.dtype] != want:
+            raise ValueError(
+                f"out has {want} bytes; the frame decodes to {h.count} {h.dtype} elements"
+            )
+        return ndarray_copy(api.decompress(buf, count=h.count), out)
 
 
 class Raw(_MpiuccCodec):

@@ -7,8 +7,12 @@ static int simd_cached = -1;
 
 static mpiucc_simd cpu_best(void) {
 #if MPIUCC_X86 && defined(__GNUC__)
+    /* The x86/ objects are compiled with -mavx2 -mf16c -mbmi2: all three must be there (the
+     * checks include the OS's support of the AVX state). */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return MPIUCC_SIMD_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+        __builtin_cpu_supports("bmi2"))
+        return MPIUCC_SIMD_AVX2;
 #endif
     return MPIUCC_SIMD_GENERIC;
 }

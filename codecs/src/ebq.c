@@ -177,7 +177,7 @@ mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uin
     w->sink.floor = w->op;
     if (dense) {
         w->sym = (uint8_t *)malloc(n ? n : 1);
-        if (!w->sym) return MPIUCC_ERR_CAPACITY; /* out of memory */
+        if (!w->sym) return MPIUCC_ERR_NOMEM;
     }
     return MPIUCC_OK;
 }
@@ -205,9 +205,11 @@ mpiucc_status ebq_writer_finish(ebq_writer *w, size_t *size) {
     return MPIUCC_OK;
 }
 
-mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload) {
-    memset(r, 0, sizeof *r);
-    if ((h->aux & 0xff) == MPIUCC_LEVEL_DENSE) return ebq_dense_reader_init(r, h, payload);
+mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload,
+                              uint8_t *scratch, size_t scratch_size) {
+    memset(r, 0, offsetof(ebq_reader, chunk)); /* not the chunk and decoder (48 KiB) */
+    if ((h->aux & 0xff) == MPIUCC_LEVEL_DENSE)
+        return ebq_dense_reader_init(r, h, payload, scratch, scratch_size);
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype), nb = ebq_nblocks(n);
     uint64_t ps = h->payload_size;
     if (ps < EBQ_SUBHEADER || ps - EBQ_SUBHEADER < nb) return MPIUCC_ERR_CORRUPT;
@@ -225,11 +227,6 @@ mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8
     mpiucc_status st = ebq_check_stream(r->widths, nb, r->packed, r->packed_size, n);
     if (st != MPIUCC_OK) return st;
     return ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
-}
-
-void ebq_reader_free(ebq_reader *r) {
-    free(r->sym);
-    r->sym = NULL;
 }
 
 /* ---- the codec ---- */
@@ -302,14 +299,12 @@ static void patch_outliers(const ebq_grid *g, const uint8_t *rec, uint64_t k, vo
     }
 }
 
-static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
-                                int add) {
-    ebq_reader r;
-    mpiucc_status st = ebq_reader_init(&r, h, payload); /* everything before any write */
-    if (st != MPIUCC_OK) {
-        ebq_reader_free(&r);
-        return st;
-    }
+static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *payload,
+                                        void *dst, int add, uint8_t *scratch,
+                                        size_t scratch_size) {
+    ebq_reader r; /* everything is validated before any write */
+    mpiucc_status st = ebq_reader_init(&r, h, payload, scratch, scratch_size);
+    if (st != MPIUCC_OK) return st;
     ebq_grid g;
     ebq_grid_from_header(h, &g);
     if (!r.dense) {
@@ -325,12 +320,21 @@ static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, 
         }
     }
     patch_outliers(&g, r.outliers, r.n_outliers, dst, add);
-    ebq_reader_free(&r);
     return MPIUCC_OK;
 }
 
+static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                int add) {
+    return ebq_decode_scratch(h, payload, dst, add, NULL, 0);
+}
+
+static size_t ebq_scratch_size(const mpiucc_header *h) {
+    return (h->aux & 0xff) == MPIUCC_LEVEL_DENSE ? (size_t)h->count : 0;
+}
+
 const mpiucc_codec_impl mpiucc_ebq_impl = {ebq_payload_bound, ebq_check_params, ebq_encode,
-                                           ebq_check_header, ebq_decode};
+                                           ebq_check_header,  ebq_decode,       ebq_scratch_size,
+                                           ebq_decode_scratch};
 
 /* ---- the integer domain: quantize only ---- */
 

@@ -9,6 +9,7 @@
 #ifndef MPIUCC_EBQ_H
 #define MPIUCC_EBQ_H
 
+#include "entropy.h"
 #include "internal.h"
 
 #define EBQ_BLOCK 32           /* indices per width byte */
@@ -269,20 +270,29 @@ static inline int ebq_writer_put(ebq_writer *w, const uint32_t *z, uint32_t orv)
 mpiucc_status ebq_writer_finish(ebq_writer *w, size_t *size);
 void ebq_writer_free(ebq_writer *w);
 
-/* Reads a validated payload block by block (either level). */
+/* Reads a validated payload block by block (either level). The dense level decodes its
+ * symbols a chunk at a time into the reader itself: no heap (the reader is about 48 KiB). */
+#define EBQ_DENSE_CHUNK 4096 /* symbols per chunk: a multiple of EBQ_BLOCK and RANS_LANES */
 typedef struct {
     const uint8_t *widths, *packed; /* fast */
-    uint8_t *sym;                   /* dense: decoded symbols (a scratch buffer) */
     const uint8_t *esc;             /* dense: next escape */
     const uint8_t *outliers, *end;  /* outlier records up to the payload's end */
     uint64_t n_outliers, packed_size;
     size_t n, b;                    /* elements, next block */
     int dense;
+    size_t chunk_end;               /* dense: element after the last decoded symbol */
+    const uint8_t *sym;             /* dense, one pass: every symbol (caller's scratch) */
+    uint8_t chunk[EBQ_DENSE_CHUNK]; /* dense: symbols from chunk_end - its length on */
+    mpiucc_rans_decoder dec;        /* dense: the symbols' decoder */
 } ebq_reader;
-/* Validate the whole payload (nothing is read out of bounds later) and set up r. */
-mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload);
+/* Validate the whole payload (nothing is read out of bounds later) and set up r. A dense
+ * payload with scratch of at least count bytes is decoded once into it; with less (or NULL)
+ * it is decoded twice, chunk by chunk (validation, then the blocks). */
+mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload,
+                              uint8_t *scratch, size_t scratch_size);
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
-                                    const uint8_t *payload);
+                                    const uint8_t *payload, uint8_t *scratch,
+                                    size_t scratch_size);
 /* z of the next block (32 values, zero past the element count). */
 void ebq_dense_block(ebq_reader *r, uint32_t *z);
 static inline void ebq_reader_block(ebq_reader *r, uint32_t *z) {
@@ -295,7 +305,6 @@ static inline void ebq_reader_block(ebq_reader *r, uint32_t *z) {
     }
     r->b++;
 }
-void ebq_reader_free(ebq_reader *r);
 
 /* ---- the dense level (ebq_dense.c; needs entropy.h) ---- */
 /* Payload bound without the outlier records. */

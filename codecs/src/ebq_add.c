@@ -145,24 +145,28 @@ mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t
     if (st != MPIUCC_OK) return st;
     if (!dst || !dst_size) return MPIUCC_ERR_ARG;
     if (!payload_ok(&ha, a) || !payload_ok(&hb, b)) return MPIUCC_ERR_PAYLOAD_CHECKSUM;
-    if (dst_capacity < MPIUCC_HEADER_SIZE) return MPIUCC_ERR_CAPACITY;
+    /* Before anything that takes time or memory in proportion to the count: a dense result
+     * needs count bytes of scratch, allowed only within the caller's dst_capacity. */
+    int dense = (ha.aux & 0xff) == MPIUCC_LEVEL_DENSE;
+    if (dst_capacity < MPIUCC_HEADER_SIZE ||
+        dst_capacity - MPIUCC_HEADER_SIZE <
+            (dense ? ha.count : EBQ_SUBHEADER + ebq_nblocks(ha.count)))
+        return MPIUCC_ERR_CAPACITY;
     ebq_reader ra, rb;
     ebq_writer w;
-    memset(&rb, 0, sizeof rb);
     memset(&w, 0, sizeof w);
     size_t es = mpiucc_dtype_size((mpiucc_dtype)ha.dtype), size = 0;
     uint8_t *out = (uint8_t *)dst;
-    st = ebq_reader_init(&ra, &ha, (const uint8_t *)a + MPIUCC_HEADER_SIZE);
-    if (st == MPIUCC_OK) st = ebq_reader_init(&rb, &hb, (const uint8_t *)b + MPIUCC_HEADER_SIZE);
+    st = ebq_reader_init(&ra, &ha, (const uint8_t *)a + MPIUCC_HEADER_SIZE, NULL, 0);
     if (st == MPIUCC_OK)
-        st = ebq_writer_init(&w, (ha.aux & 0xff) == MPIUCC_LEVEL_DENSE, ha.count, es,
+        st = ebq_reader_init(&rb, &hb, (const uint8_t *)b + MPIUCC_HEADER_SIZE, NULL, 0);
+    if (st == MPIUCC_OK)
+        st = ebq_writer_init(&w, dense, ha.count, es,
                              out + MPIUCC_HEADER_SIZE, dst_capacity - MPIUCC_HEADER_SIZE);
     if (st == MPIUCC_OK) st = add_blocks(&ha, &hb, &ra, &rb, &w);
     int nonfinite = w.sink.nonfinite;
     if (st == MPIUCC_OK) st = ebq_writer_finish(&w, &size);
     ebq_writer_free(&w);
-    ebq_reader_free(&ra);
-    ebq_reader_free(&rb);
     if (st != MPIUCC_OK) return st;
     mpiucc_header h = ha;
     h.flags = (ha.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) | (nonfinite ? MPIUCC_FLAG_NONFINITE : 0);

@@ -2,13 +2,12 @@
  * kernel, same predictor, same zigzag values z), coded as byte symbols min(z, 255) through
  * the rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
  * Payload: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
- * stream, outlier records (as the fast level). Encoding and decoding allocate one scratch
- * buffer of count bytes (the symbols) per call. */
+ * stream, outlier records (as the fast level). Encoding allocates one scratch buffer of
+ * count bytes (the symbols) per call; decoding allocates nothing: it validates the whole
+ * stream chunk by chunk first, then decodes it again as the blocks are read. */
 #include <stdlib.h>
 
 #include "ebq.h"
-
-#include "entropy.h"
 
 #define ESC 255u
 #define ESC_MAX_BYTES 5 /* varint of a value below 2^32 */
@@ -73,8 +72,15 @@ static int read_escape(const uint8_t **p, const uint8_t *end, uint32_t *v) {
     return 0;
 }
 
+/* The symbols of elements [i0, i0 + m) into r->chunk (m <= EBQ_DENSE_CHUNK). */
+static mpiucc_status next_chunk(ebq_reader *r, size_t i0, size_t m) {
+    r->chunk_end = i0 + m;
+    return mpiucc_rans_decoder_next(&r->dec, r->chunk, m);
+}
+
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
-                                    const uint8_t *payload) {
+                                    const uint8_t *payload, uint8_t *scratch,
+                                    size_t scratch_size) {
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype);
     uint64_t ps = h->payload_size;
     if (ps < EBQ_DENSE_SUBHEADER) return MPIUCC_ERR_CORRUPT;
@@ -90,22 +96,48 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
     const uint8_t *rans = r->esc + esize;
     r->outliers = rans + rsize;
     r->end = payload + ps;
-    r->sym = (uint8_t *)malloc(n ? n : 1);
-    if (!r->sym) return MPIUCC_ERR_CAPACITY; /* out of memory */
-    mpiucc_status st = mpiucc_rans_decode(rans, (size_t)rsize, r->sym, n);
-    if (st != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
+    mpiucc_status st = ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
+    if (st != MPIUCC_OK) return st;
     const uint8_t *p = r->esc;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v;
-        if (r->sym[i] == ESC && !read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
+    if (scratch && scratch_size >= n) { /* one pass: every symbol into the caller's scratch */
+        if (mpiucc_rans_decode(rans, (size_t)rsize, scratch, n) != MPIUCC_OK)
+            return MPIUCC_ERR_CORRUPT;
+        for (const uint8_t *s = scratch; n && (s = memchr(s, ESC, (size_t)(scratch + n - s)));
+             s++) {
+            uint32_t v;
+            if (!read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
+        }
+        r->sym = scratch;
+        return p == rans ? MPIUCC_OK : MPIUCC_ERR_CORRUPT;
     }
-    if (p != rans) return MPIUCC_ERR_CORRUPT;
-    return ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
+    /* Pass 1: the whole rANS stream and every escape, so that nothing is written on error. */
+    if (mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n) != MPIUCC_OK)
+        return MPIUCC_ERR_CORRUPT;
+    for (size_t i0 = 0; i0 < n; i0 += EBQ_DENSE_CHUNK) {
+        size_t m = n - i0 < EBQ_DENSE_CHUNK ? n - i0 : EBQ_DENSE_CHUNK;
+        if (next_chunk(r, i0, m) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
+        for (const uint8_t *s = r->chunk; (s = memchr(s, ESC, (size_t)(r->chunk + m - s)));
+             s++) {
+            uint32_t v;
+            if (!read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
+        }
+    }
+    if (mpiucc_rans_decoder_finish(&r->dec) != MPIUCC_OK || p != rans) return MPIUCC_ERR_CORRUPT;
+    /* Pass 2 decodes the same stream again, block by block. */
+    r->chunk_end = 0;
+    return mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n);
 }
 
 void ebq_dense_block(ebq_reader *r, uint32_t *z) {
     size_t i0 = r->b * EBQ_BLOCK, m = r->n - i0 < EBQ_BLOCK ? r->n - i0 : EBQ_BLOCK;
-    const uint8_t *sym = r->sym + i0;
+    const uint8_t *sym;
+    if (r->sym) {
+        sym = r->sym + i0;
+    } else {
+        if (i0 >= r->chunk_end) /* validated by the reader's init: cannot fail */
+            next_chunk(r, i0, r->n - i0 < EBQ_DENSE_CHUNK ? r->n - i0 : EBQ_DENSE_CHUNK);
+        sym = r->chunk + (i0 % EBQ_DENSE_CHUNK);
+    }
     for (size_t i = 0; i < m; i++) {
         z[i] = sym[i];
         if (sym[i] == ESC) {

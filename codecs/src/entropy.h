@@ -65,6 +65,32 @@ mpiucc_status mpiucc_rans_encode(const uint8_t *sym, size_t n, uint8_t *out, siz
  * about 43 KiB of stack and no heap. */
 mpiucc_status mpiucc_rans_decode(const uint8_t *in, size_t in_size, uint8_t *sym, size_t n);
 
+/* A decoder that hands out the symbols a chunk at a time (no heap; about 43 KiB). */
+#define RANS_MAX_SUM (255 * RANS_LANES)
+typedef struct {
+    uint8_t slot[1u << 15];              /* context c's slot -> symbol at slot[c << P] */
+    uint32_t info[RANS_MAX_CTX][256];    /* f | cum << 16 */
+    uint8_t ctx_of_sum[RANS_MAX_SUM + 1]; /* context of a group whose previous group sums so */
+} rans_dec_tables;
+typedef struct {
+    rans_dec_tables t;
+    const uint8_t *in, *p, *words_end;
+    size_t in_size, n, i; /* stream size, symbols in all, symbols decoded */
+    uint32_t x[RANS_LANES];
+    uint32_t ctx, group_sum;
+    int mode, prob_bits;
+} mpiucc_rans_decoder;
+
+/* Parse the stream's mode and tables (the same checks as mpiucc_rans_decode up to the
+ * symbols). */
+mpiucc_status mpiucc_rans_decoder_init(mpiucc_rans_decoder *d, const uint8_t *in,
+                                       size_t in_size, size_t n);
+/* The next m symbols (m <= those left; a multiple of RANS_LANES keeps the fast path). Never
+ * reads outside the stream nor writes outside sym[0..m). */
+mpiucc_status mpiucc_rans_decoder_next(mpiucc_rans_decoder *d, uint8_t *sym, size_t m);
+/* After all n symbols: whether the stream ended exactly (states back at 2^16, no bytes left). */
+mpiucc_status mpiucc_rans_decoder_finish(const mpiucc_rans_decoder *d);
+
 /* ---- shared by the rans*.c files ---- */
 
 /* How contexts are formed and coded: K tables of 2^P slots, context shift h. */

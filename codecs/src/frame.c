@@ -17,6 +17,7 @@ const char *mpiucc_status_string(mpiucc_status status) {
     case MPIUCC_ERR_UNSUPPORTED: return "unsupported codec, dtype or level";
     case MPIUCC_ERR_MISMATCH: return "frames do not match (codec, dtype, count or grid)";
     case MPIUCC_ERR_OVERFLOW: return "integer overflow in the sum of indices";
+    case MPIUCC_ERR_NOMEM: return "out of memory";
     }
     return "unknown status";
 }
@@ -144,7 +145,8 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
 }
 
 static mpiucc_status decompress_frame(const void *src, size_t src_size, void *dst,
-                                      size_t dst_capacity, size_t *count, int add) {
+                                      size_t dst_capacity, void *scratch, size_t scratch_size,
+                                      size_t *count, int add) {
     mpiucc_header h;
     mpiucc_status st = mpiucc_read_header(src, src_size, &h);
     if (st != MPIUCC_OK) return st;
@@ -155,17 +157,33 @@ static mpiucc_status decompress_frame(const void *src, size_t src_size, void *ds
     if ((h.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) &&
         mpiucc_crc32c(0, payload, h.payload_size) != h.payload_checksum)
         return MPIUCC_ERR_PAYLOAD_CHECKSUM;
-    st = codec_of(h.codec)->decode(&h, payload, dst, add);
+    const mpiucc_codec_impl *impl = codec_of(h.codec);
+    st = impl->decode_scratch && scratch
+             ? impl->decode_scratch(&h, payload, dst, add, (uint8_t *)scratch, scratch_size)
+             : impl->decode(&h, payload, dst, add);
     if (st == MPIUCC_OK && count) *count = h.count;
     return st;
 }
 
 mpiucc_status mpiucc_decompress(const void *src, size_t src_size, void *dst,
                                 size_t dst_capacity, size_t *count) {
-    return decompress_frame(src, src_size, dst, dst_capacity, count, 0);
+    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 0);
 }
 
 mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                     size_t dst_capacity, size_t *count) {
-    return decompress_frame(src, src_size, dst, dst_capacity, count, 1);
+    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 1);
+}
+
+size_t mpiucc_decompress_scratch_size(const mpiucc_header *header) {
+    const mpiucc_codec_impl *impl = header ? codec_of(header->codec) : NULL;
+    return impl && impl->scratch_size ? impl->scratch_size(header) : 0;
+}
+
+mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *dst,
+                                        size_t dst_capacity, void *scratch,
+                                        size_t scratch_size, int add, size_t *count) {
+    if (add != 0 && add != 1) return MPIUCC_ERR_ARG;
+    return decompress_frame(src, src_size, dst, dst_capacity, scratch, scratch_size, count,
+                            add);
 }

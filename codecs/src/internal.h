@@ -30,6 +30,11 @@ typedef struct {
     /* Decode h->count elements from the payload into dst (dst += decoded when add).
      * Must never read past payload + h->payload_size nor write past dst + count. */
     mpiucc_status (*decode)(const mpiucc_header *h, const uint8_t *payload, void *dst, int add);
+    /* Optional (NULL: none): the scratch that makes decoding faster, and decode with it
+     * (scratch may be smaller than asked, or NULL: then as decode). */
+    size_t (*scratch_size)(const mpiucc_header *h);
+    mpiucc_status (*decode_scratch)(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                    int add, uint8_t *scratch, size_t scratch_size);
 } mpiucc_codec_impl;
 
 /* Implementations; NULL entries of the table are codecs not built. */

@@ -45,6 +45,15 @@ static inline int q_block_ok(uint64_t b) {
 static inline uint32_t q_block_of(const mpiucc_params *p) {
     return p->block_size ? p->block_size : Q_BLOCK_DEFAULT;
 }
+/* levels 0 means the codec's conventional default: qsgd s = 16 (5-bit codes); topk k = one
+ * sixteenth of the block (16 of 256), at least 1. */
+#define Q_QSGD_LEVELS_DEFAULT 16u
+static inline uint32_t q_levels_of(const mpiucc_params *p) {
+    if (p->levels) return p->levels;
+    if (p->codec == MPIUCC_CODEC_QSGD) return Q_QSGD_LEVELS_DEFAULT;
+    uint32_t k = q_block_of(p) / 16;
+    return k ? k : 1;
+}
 static inline uint64_t q_nblocks(uint64_t n, uint64_t b) { return n / b + (n % b != 0); }
 /* Largest count whose payload sizes are computed without overflow (the header allows 2^60). */
 #define Q_COUNT_MAX (UINT64_MAX >> 4)
@@ -306,13 +315,53 @@ void q_qsgd_decode_block_avx2(const uint8_t *in, float *dst, size_t len, uint32_
                               int add, size_t room);
 #endif
 
-static inline int q_use_avx2(mpiucc_dtype t) {
-#if MPIUCC_X86
-    return t == MPIUCC_DTYPE_F32 && mpiucc_simd_now() == MPIUCC_SIMD_AVX2;
-#else
-    (void)t;
-    return 0;
-#endif
-}
+/* ---- the quantizers' kernel table ----
+ * Whole payloads, one entry per codec and direction, so that a codec picks its kernels once
+ * per call. Every table writes the same bytes (tests compare them, MPIUCC_FORCE_GENERIC picks
+ * the generic one). qsgd's size is the whole payload's: SIMD stores may reach up to it. */
+typedef struct {
+    void (*half_encode)(mpiucc_dtype t, int fp16, const void *src, void *res, size_t n,
+                        uint8_t *out, uint32_t *seen);
+    void (*half_decode)(mpiucc_dtype t, int fp16, const uint8_t *in, void *dst, size_t n,
+                        int add);
+    void (*int_encode)(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b, int bits,
+                       int stochastic, uint64_t seed, uint8_t *out);
+    void (*int_decode)(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                       int bits, int add);
+    void (*sign_encode)(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                        uint8_t *out);
+    void (*sign_decode)(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                        int add);
+    void (*qsgd_encode)(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                        uint32_t levels, int w, int stochastic, uint64_t seed, uint8_t *out,
+                        size_t size);
+    void (*qsgd_decode)(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                        uint32_t levels, int w, int add, size_t size);
+} q_kernels;
+
+/* The generic entries (every dtype), defined in the codecs' own files. */
+void q_half_encode_generic(mpiucc_dtype t, int fp16, const void *src, void *res, size_t n,
+                           uint8_t *out, uint32_t *seen);
+void q_half_decode_generic(mpiucc_dtype t, int fp16, const uint8_t *in, void *dst, size_t n,
+                           int add);
+void q_int_encode_generic(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                          int bits, int stochastic, uint64_t seed, uint8_t *out);
+void q_int_decode_generic(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                          int bits, int add);
+void q_sign_encode_generic(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                           uint8_t *out);
+void q_sign_decode_generic(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                           int add);
+void q_qsgd_encode_generic(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                           uint32_t levels, int w, int stochastic, uint64_t seed, uint8_t *out,
+                           size_t size);
+void q_qsgd_decode_generic(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                           uint32_t levels, int w, int add, size_t size);
+
+extern const q_kernels q_kernels_generic;
+extern const q_kernels q_kernels_avx2; /* x86 builds only; f32 data only */
+
+/* The table for data of dtype t at the SIMD level in force (q_dispatch.c). */
+const q_kernels *q_kernels_for(mpiucc_dtype t);
 
 #endif /* MPIUCC_Q_COMMON_H */

@@ -80,24 +80,29 @@ Q_INLINE void half_decode_generic(mpiucc_dtype t, int fp16, const uint8_t *paylo
         q_store_out(t, dst, i, widen(fp16, get_u16(payload + 2 * i)), add);
 }
 
+void q_half_encode_generic(mpiucc_dtype t, int fp16, const void *src, void *res, size_t n,
+                           uint8_t *out, uint32_t *seen) {
+    if (fp16)
+        Q_BY_DTYPE(t, half_encode_generic, 1, src, res, n, out, seen);
+    else
+        Q_BY_DTYPE(t, half_encode_generic, 0, src, res, n, out, seen);
+}
+
+void q_half_decode_generic(mpiucc_dtype t, int fp16, const uint8_t *in, void *dst, size_t n,
+                           int add) {
+    if (fp16)
+        Q_BY_DTYPE(t, half_decode_generic, 1, in, dst, n, add);
+    else
+        Q_BY_DTYPE(t, half_decode_generic, 0, in, dst, n, add);
+}
+
 static mpiucc_status half_encode(int fp16, const mpiucc_params *p, const void *src, void *res,
                                  size_t n, uint8_t *out, size_t capacity, size_t *size,
                                  mpiucc_header *h) {
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
     if (capacity / 2 < n) return MPIUCC_ERR_CAPACITY;
     uint32_t seen = 0;
-#if MPIUCC_X86
-    if (q_use_avx2(t)) {
-        if (fp16)
-            q_fp16_encode_avx2((const float *)src, (float *)res, n, out, &seen);
-        else
-            q_bf16_encode_avx2((const float *)src, (float *)res, n, out, &seen);
-    } else
-#endif
-    if (fp16)
-        Q_BY_DTYPE(t, half_encode_generic, 1, src, res, n, out, &seen);
-    else
-        Q_BY_DTYPE(t, half_encode_generic, 0, src, res, n, out, &seen);
+    q_kernels_for(t)->half_encode(t, fp16, src, res, n, out, &seen);
     *size = 2 * n;
     h->bound = INFINITY;
     h->aux = seen & Q_FLAG_SATURATED;
@@ -115,20 +120,7 @@ static mpiucc_status half_check_header(const mpiucc_header *h) {
 static mpiucc_status half_decode(int fp16, const mpiucc_header *h, const uint8_t *payload,
                                  void *dst, int add) {
     mpiucc_dtype t = (mpiucc_dtype)h->dtype;
-    size_t n = (size_t)h->count;
-#if MPIUCC_X86
-    if (q_use_avx2(t)) {
-        if (fp16)
-            q_fp16_decode_avx2(payload, (float *)dst, n, add);
-        else
-            q_bf16_decode_avx2(payload, (float *)dst, n, add);
-        return MPIUCC_OK;
-    }
-#endif
-    if (fp16)
-        Q_BY_DTYPE(t, half_decode_generic, 1, payload, dst, n, add);
-    else
-        Q_BY_DTYPE(t, half_decode_generic, 0, payload, dst, n, add);
+    q_kernels_for(t)->half_decode(t, fp16, payload, dst, (size_t)h->count, add);
     return MPIUCC_OK;
 }
 
@@ -150,6 +142,6 @@ static mpiucc_status bf16_decode(const mpiucc_header *h, const uint8_t *payload,
 }
 
 const mpiucc_codec_impl mpiucc_fp16_impl = {half_payload_bound, half_check_params, fp16_encode,
-                                            half_check_header, fp16_decode};
+                                            half_check_header, fp16_decode, NULL, NULL};
 const mpiucc_codec_impl mpiucc_bf16_impl = {half_payload_bound, half_check_params, bf16_encode,
-                                            half_check_header, bf16_decode};
+                                            half_check_header, bf16_decode, NULL, NULL};

@@ -72,6 +72,25 @@ Q_INLINE void int_decode_block(mpiucc_dtype t, const uint8_t *in, void *dst, siz
     }
 }
 
+void q_int_encode_generic(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                          int bits, int stochastic, uint64_t seed, uint8_t *out) {
+    q_rng rng = q_rng_init(seed);
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        Q_BY_DTYPE(t, int_encode_block, src, res, i0, len, bits, stochastic, &rng, out);
+        out += 4 + code_bytes(len, bits);
+    }
+}
+
+void q_int_decode_generic(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                          int bits, int add) {
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        Q_BY_DTYPE(t, int_decode_block, in, dst, i0, len, bits, add);
+        in += 4 + code_bytes(len, bits);
+    }
+}
+
 static mpiucc_status int_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
                                 uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
@@ -79,20 +98,7 @@ static mpiucc_status int_encode(const mpiucc_params *p, const void *src, void *r
     int bits = bits_of(p->codec), stochastic = p->rounding == MPIUCC_ROUND_STOCHASTIC;
     uint64_t total = int_payload(n, b, bits);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
-#if MPIUCC_X86
-    if (q_use_avx2(t)) {
-        q_int_encode_avx2((const float *)src, (float *)res, n, b, bits, stochastic, p->seed, out);
-    } else
-#endif
-    {
-        q_rng rng = q_rng_init(p->seed);
-        uint8_t *o = out;
-        for (size_t i0 = 0; i0 < n; i0 += b) {
-            size_t len = n - i0 < b ? n - i0 : b;
-            Q_BY_DTYPE(t, int_encode_block, src, res, i0, len, bits, stochastic, &rng, o);
-            o += 4 + code_bytes(len, bits);
-        }
-    }
+    q_kernels_for(t)->int_encode(t, src, res, n, b, bits, stochastic, p->seed, out);
     *size = (size_t)total;
     if (q_any_nan_scale(out, n, b, 4 + code_bytes(b, bits))) h->flags |= MPIUCC_FLAG_NONFINITE;
     h->bound = INFINITY;
@@ -116,25 +122,11 @@ static mpiucc_status int_decode(const mpiucc_header *h, const uint8_t *payload, 
     int bits = bits_of(h->codec);
     if (bits == 4 && (n & 1) && (payload[h->payload_size - 1] >> 4))
         return MPIUCC_ERR_CORRUPT; /* the padding nibble must be zero */
-    int simd = q_use_avx2(t);
-    const uint8_t *in = payload;
-    for (size_t i0 = 0; i0 < n; i0 += b) {
-        size_t len = n - i0 < b ? n - i0 : b;
-#if MPIUCC_X86
-        if (simd) {
-            q_int_decode_block_avx2(in, (float *)dst + i0, len, bits, add);
-            in += 4 + code_bytes(len, bits);
-            continue;
-        }
-#endif
-        Q_BY_DTYPE(t, int_decode_block, in, dst, i0, len, bits, add);
-        in += 4 + code_bytes(len, bits);
-    }
-    (void)simd;
+    q_kernels_for(t)->int_decode(t, payload, dst, n, b, bits, add);
     return MPIUCC_OK;
 }
 
 const mpiucc_codec_impl mpiucc_int8_impl = {int_payload_bound, int_check_params, int_encode,
-                                            int_check_header, int_decode};
+                                            int_check_header, int_decode, NULL, NULL};
 const mpiucc_codec_impl mpiucc_int4_impl = {int_payload_bound, int_check_params, int_encode,
-                                            int_check_header, int_decode};
+                                            int_check_header, int_decode, NULL, NULL};

@@ -17,12 +17,12 @@ static uint64_t qsgd_payload(uint64_t n, uint64_t b, int w) {
 
 static size_t qsgd_payload_bound(const mpiucc_params *p, size_t n) {
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
-    uint64_t s = qsgd_payload(n, q_block_of(p), code_width(p->levels));
+    uint64_t s = qsgd_payload(n, q_block_of(p), code_width(q_levels_of(p)));
     return q_bound(s);
 }
 
 static mpiucc_status qsgd_check_params(const mpiucc_params *p) {
-    if (!q_block_ok(q_block_of(p)) || p->levels < 1 || p->levels > 127 ||
+    if (!q_block_ok(q_block_of(p)) || q_levels_of(p) < 1 || q_levels_of(p) > 127 ||
         p->rounding > MPIUCC_ROUND_STOCHASTIC)
         return MPIUCC_ERR_ARG;
     return MPIUCC_OK;
@@ -54,34 +54,33 @@ Q_INLINE void qsgd_encode_block(mpiucc_dtype t, const void *src, void *res, size
     if (nacc) *o = (uint8_t)acc;
 }
 
+void q_qsgd_encode_generic(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                           uint32_t levels, int w, int stochastic, uint64_t seed, uint8_t *out,
+                           size_t size) {
+    (void)size;
+    q_rng rng = q_rng_init(seed);
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        Q_BY_DTYPE(t, qsgd_encode_block, src, res, i0, len, levels, stochastic, &rng, w, out);
+        out += 4 + (len * (size_t)w + 7) / 8;
+    }
+}
+
 static mpiucc_status qsgd_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
                                  uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
     size_t b = q_block_of(p);
-    int w = code_width(p->levels);
+    int w = code_width(q_levels_of(p));
     uint64_t total = qsgd_payload(n, b, w);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
-    q_rng rng = q_rng_init(p->seed);
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
-    int stochastic = p->rounding == MPIUCC_ROUND_STOCHASTIC, simd = q_use_avx2(t);
-    uint8_t *o = out;
-    for (size_t i0 = 0; i0 < n; i0 += b) {
-        size_t len = n - i0 < b ? n - i0 : b;
-#if MPIUCC_X86
-        if (simd)
-            q_qsgd_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL, len,
-                                     i0, p->levels, w, stochastic, &rng, o,
-                                     (size_t)total - (size_t)(o - out));
-        else
-#endif
-            Q_BY_DTYPE(t, qsgd_encode_block, src, res, i0, len, p->levels, stochastic, &rng, w, o);
-        o += 4 + (len * (size_t)w + 7) / 8;
-    }
-    (void)simd;
+    q_kernels_for(t)->qsgd_encode(t, src, res, n, b, q_levels_of(p), w,
+                                  p->rounding == MPIUCC_ROUND_STOCHASTIC, p->seed, out,
+                                  (size_t)total);
     *size = (size_t)total;
     if (q_any_nan_scale(out, n, b, 4 + b * (size_t)w / 8)) h->flags |= MPIUCC_FLAG_NONFINITE;
     h->bound = INFINITY;
     h->block = (uint32_t)b;
-    h->aux = p->levels | p->rounding << 8;
+    h->aux = q_levels_of(p) | p->rounding << 8;
     return MPIUCC_OK;
 }
 
@@ -112,6 +111,16 @@ Q_INLINE void qsgd_decode_block(mpiucc_dtype t, const uint8_t *in, void *dst, si
     }
 }
 
+void q_qsgd_decode_generic(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                           uint32_t levels, int w, int add, size_t size) {
+    (void)size;
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        Q_BY_DTYPE(t, qsgd_decode_block, in, dst, i0, len, (int)levels, w, add);
+        in += 4 + (len * (size_t)w + 7) / 8;
+    }
+}
+
 static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add) {
     mpiucc_dtype t = (mpiucc_dtype)h->dtype;
@@ -119,22 +128,10 @@ static mpiucc_status qsgd_decode(const mpiucc_header *h, const uint8_t *payload,
     int s = (int)(h->aux & 0xffu), w = code_width((uint32_t)s);
     unsigned pad = (unsigned)((n * (size_t)w) & 7);
     if (pad && (payload[h->payload_size - 1] >> pad)) return MPIUCC_ERR_CORRUPT;
-    const uint8_t *in = payload;
-    int simd = q_use_avx2(t);
-    for (size_t i0 = 0; i0 < n; i0 += b) {
-        size_t len = n - i0 < b ? n - i0 : b;
-#if MPIUCC_X86
-        if (simd)
-            q_qsgd_decode_block_avx2(in, (float *)dst + i0, len, (uint32_t)s, w, add,
-                                     (size_t)(payload + h->payload_size - in));
-        else
-#endif
-            Q_BY_DTYPE(t, qsgd_decode_block, in, dst, i0, len, s, w, add);
-        in += 4 + (len * (size_t)w + 7) / 8;
-    }
-    (void)simd;
+    q_kernels_for(t)->qsgd_decode(t, payload, dst, n, b, (uint32_t)s, w, add,
+                                  (size_t)h->payload_size);
     return MPIUCC_OK;
 }
 
 const mpiucc_codec_impl mpiucc_qsgd_impl = {qsgd_payload_bound, qsgd_check_params, qsgd_encode,
-                                            qsgd_check_header, qsgd_decode};
+                                            qsgd_check_header, qsgd_decode, NULL, NULL};

@@ -33,26 +33,22 @@ Q_INLINE void sign_encode_block(mpiucc_dtype t, const void *src, void *res, size
     }
 }
 
+void q_sign_encode_generic(mpiucc_dtype t, const void *src, void *res, size_t n, size_t b,
+                           uint8_t *out) {
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        Q_BY_DTYPE(t, sign_encode_block, src, res, i0, len, out);
+        out += 4 + (len + 7) / 8;
+    }
+}
+
 static mpiucc_status sign_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
                                  uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
     mpiucc_dtype t = (mpiucc_dtype)p->dtype;
     size_t b = q_block_of(p);
     uint64_t total = sign_payload(n, b);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
-    int simd = q_use_avx2(t);
-    uint8_t *o = out;
-    for (size_t i0 = 0; i0 < n; i0 += b) {
-        size_t len = n - i0 < b ? n - i0 : b;
-#if MPIUCC_X86
-        if (simd)
-            q_sign_encode_block_avx2((const float *)src + i0, res ? (float *)res + i0 : NULL,
-                                     len, o);
-        else
-#endif
-            Q_BY_DTYPE(t, sign_encode_block, src, res, i0, len, o);
-        o += 4 + (len + 7) / 8;
-    }
-    (void)simd;
+    q_kernels_for(t)->sign_encode(t, src, res, n, b, out);
     *size = (size_t)total;
     if (q_any_nan_scale(out, n, b, 4 + b / 8)) h->flags |= MPIUCC_FLAG_NONFINITE;
     h->bound = INFINITY;
@@ -77,29 +73,24 @@ Q_INLINE void sign_decode_block(mpiucc_dtype t, const uint8_t *in, void *dst, si
     }
 }
 
+void q_sign_decode_generic(mpiucc_dtype t, const uint8_t *in, void *dst, size_t n, size_t b,
+                           int add) {
+    for (size_t i0 = 0; i0 < n; i0 += b) {
+        size_t len = n - i0 < b ? n - i0 : b;
+        Q_BY_DTYPE(t, sign_decode_block, in, dst, i0, len, add);
+        in += 4 + (len + 7) / 8;
+    }
+}
+
 static mpiucc_status sign_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add) {
     mpiucc_dtype t = (mpiucc_dtype)h->dtype;
     size_t n = (size_t)h->count, b = h->block;
     if ((n & 7) && (payload[h->payload_size - 1] >> (n & 7)))
         return MPIUCC_ERR_CORRUPT; /* padding bits must be zero */
-    int simd = q_use_avx2(t);
-    const uint8_t *in = payload;
-    for (size_t i0 = 0; i0 < n; i0 += b) {
-        size_t len = n - i0 < b ? n - i0 : b;
-#if MPIUCC_X86
-        if (simd) {
-            q_sign_decode_block_avx2(in, (float *)dst + i0, len, add);
-            in += 4 + (len + 7) / 8;
-            continue;
-        }
-#endif
-        Q_BY_DTYPE(t, sign_decode_block, in, dst, i0, len, add);
-        in += 4 + (len + 7) / 8;
-    }
-    (void)simd;
+    q_kernels_for(t)->sign_decode(t, payload, dst, n, b, add);
     return MPIUCC_OK;
 }
 
 const mpiucc_codec_impl mpiucc_sign_impl = {sign_payload_bound, sign_check_params, sign_encode,
-                                            sign_check_header, sign_decode};
+                                            sign_check_header, sign_decode, NULL, NULL};

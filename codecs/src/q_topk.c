@@ -10,13 +10,13 @@ static uint64_t topk_payload(uint64_t n, uint64_t b, uint64_t k) {
 
 static size_t topk_payload_bound(const mpiucc_params *p, size_t n) {
     if ((uint64_t)n > Q_COUNT_MAX) return 0;
-    uint64_t s = topk_payload(n, q_block_of(p), p->levels);
+    uint64_t s = topk_payload(n, q_block_of(p), q_levels_of(p));
     return q_bound(s);
 }
 
 static mpiucc_status topk_check_params(const mpiucc_params *p) {
     uint32_t b = q_block_of(p);
-    if (!q_block_ok(b) || p->levels < 1 || p->levels > b || p->rounding != MPIUCC_ROUND_NEAREST)
+    if (!q_block_ok(b) || q_levels_of(p) > b || p->rounding != MPIUCC_ROUND_NEAREST)
         return MPIUCC_ERR_ARG;
     return MPIUCC_OK;
 }
@@ -98,7 +98,7 @@ Q_INLINE void topk_encode_block(mpiucc_dtype t, const void *src, void *res, size
 
 static mpiucc_status topk_encode(const mpiucc_params *p, const void *src, void *res, size_t n,
                                  uint8_t *out, size_t capacity, size_t *size, mpiucc_header *h) {
-    size_t b = q_block_of(p), k = p->levels;
+    size_t b = q_block_of(p), k = q_levels_of(p);
     uint64_t total = topk_payload(n, b, k);
     if (capacity < total) return MPIUCC_ERR_CAPACITY;
     uint8_t *o = out;
@@ -154,4 +154,4 @@ static mpiucc_status topk_decode(const mpiucc_header *h, const uint8_t *payload,
 }
 
 const mpiucc_codec_impl mpiucc_topk_impl = {topk_payload_bound, topk_check_params, topk_encode,
-                                            topk_check_header, topk_decode};
+                                            topk_check_header, topk_decode, NULL, NULL};

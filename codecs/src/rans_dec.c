@@ -3,14 +3,6 @@
 #include "entropy.h"
 #include "internal.h"
 
-#define MAX_SUM (255 * RANS_LANES)
-
-/* Everything the decoding loop looks up. */
-typedef struct {
-    uint8_t slot[1u << 15];            /* context c's slot -> symbol at slot[c << P] */
-    uint32_t info[RANS_MAX_CTX][256];  /* f | cum << 16 */
-    uint8_t ctx_of_sum[MAX_SUM + 1];   /* context of a group whose previous group sums so */
-} rans_dec_tables;
 
 /* LSB-first bit reader that reports running past the end. */
 typedef struct {
@@ -108,12 +100,12 @@ static inline uint32_t get_u16(const uint8_t *p) {
  * decoded and leaves *pp after the words consumed. */
 static inline __attribute__((always_inline)) size_t
 decode_groups(const rans_dec_tables *t, const int P, const uint8_t **pp, const uint8_t *end,
-              uint32_t x[RANS_LANES], uint8_t *sym, size_t n) {
+              uint32_t x[RANS_LANES], uint32_t *ctx, uint8_t *sym, size_t n) {
     const uint8_t *p = *pp;
     size_t q = 0;
     uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
     uint32_t x4 = x[4], x5 = x[5], x6 = x[6], x7 = x[7];
-    uint32_t c = t->ctx_of_sum[0];
+    uint32_t c = *ctx;
     size_t i = 0;
     for (; n - i >= RANS_LANES && (size_t)(end - p) - 2 * q >= 2 * RANS_LANES; i += RANS_LANES) {
         const uint8_t *slot = t->slot + (c << P);
@@ -139,104 +131,143 @@ decode_groups(const rans_dec_tables *t, const int P, const uint8_t **pp, const u
     }
     x[0] = x0, x[1] = x1, x[2] = x2, x[3] = x3, x[4] = x4, x[5] = x5, x[6] = x6, x[7] = x7;
     *pp = p + 2 * q;
+    *ctx = c;
     return i;
 }
 
 static size_t decode_groups_12(const rans_dec_tables *t, const uint8_t **pp, const uint8_t *end,
-                               uint32_t *x, uint8_t *sym, size_t n) {
-    return decode_groups(t, 12, pp, end, x, sym, n);
+                               uint32_t *x, uint32_t *c, uint8_t *sym, size_t n) {
+    return decode_groups(t, 12, pp, end, x, c, sym, n);
 }
 static size_t decode_groups_13(const rans_dec_tables *t, const uint8_t **pp, const uint8_t *end,
-                               uint32_t *x, uint8_t *sym, size_t n) {
-    return decode_groups(t, 13, pp, end, x, sym, n);
+                               uint32_t *x, uint32_t *c, uint8_t *sym, size_t n) {
+    return decode_groups(t, 13, pp, end, x, c, sym, n);
 }
 static size_t decode_groups_14(const rans_dec_tables *t, const uint8_t **pp, const uint8_t *end,
-                               uint32_t *x, uint8_t *sym, size_t n) {
-    return decode_groups(t, 14, pp, end, x, sym, n);
+                               uint32_t *x, uint32_t *c, uint8_t *sym, size_t n) {
+    return decode_groups(t, 14, pp, end, x, c, sym, n);
 }
 
-/* The symbols from i on, every read checked; then the end-of-stream checks. */
-static mpiucc_status decode_rest(const rans_dec_tables *t, int P, const uint8_t *p,
-                                 const uint8_t *end, uint32_t x[RANS_LANES], uint8_t *sym,
-                                 size_t n, size_t i) {
-    uint32_t c = 0;
-    for (; i < n; i++) {
-        if (i % RANS_LANES == 0) {
-            uint32_t sum = 0;
-            if (i)
-                for (int k = 1; k <= RANS_LANES; k++) sum += sym[i - (size_t)k];
-            c = t->ctx_of_sum[sum];
-        }
-        uint32_t *xl = &x[i % RANS_LANES];
-        uint32_t slot = *xl & ((1u << P) - 1), s = t->slot[(c << P) + slot], e = t->info[c][s];
+/* Symbols sym[0..m) one at a time, every read checked against d->words_end. */
+static mpiucc_status decode_checked(mpiucc_rans_decoder *d, uint8_t *sym, size_t m) {
+    const rans_dec_tables *t = &d->t;
+    const int P = d->prob_bits;
+    for (size_t k = 0; k < m; k++, d->i++) {
+        unsigned lane = (unsigned)(d->i % RANS_LANES);
+        uint32_t *xl = &d->x[lane];
+        uint32_t slot = *xl & ((1u << P) - 1), s = t->slot[(d->ctx << P) + slot];
+        uint32_t e = t->info[d->ctx][s];
         *xl = (e & 0xffffu) * (*xl >> P) + slot - (e >> 16);
-        sym[i] = (uint8_t)s;
+        sym[k] = (uint8_t)s;
+        d->group_sum += s;
+        if (lane == RANS_LANES - 1) {
+            d->ctx = t->ctx_of_sum[d->group_sum];
+            d->group_sum = 0;
+        }
         if (*xl < RANS_L) {
-            if (end - p < 2) return MPIUCC_ERR_TRUNCATED;
-            *xl = *xl << 16 | get_u16(p);
-            p += 2;
+            if (d->words_end - d->p < 2) return MPIUCC_ERR_TRUNCATED;
+            *xl = *xl << 16 | get_u16(d->p);
+            d->p += 2;
         }
     }
-    if (p != end) return MPIUCC_ERR_CORRUPT;
-    for (int l = 0; l < RANS_LANES; l++)
-        if (x[l] != RANS_L) return MPIUCC_ERR_CORRUPT;
     return MPIUCC_OK;
 }
 
-static mpiucc_status decode_rans(const uint8_t *in, size_t in_size, uint8_t *sym, size_t n) {
+static mpiucc_status init_rans(mpiucc_rans_decoder *d, const uint8_t *in, size_t in_size) {
     const uint8_t *end = in + in_size;
     if (in_size < 2) return MPIUCC_ERR_TRUNCATED;
     rans_model m = {(in[1] & 7) + 1, (in[1] >> 3) & 7, RANS_MIN_PROB + (in[1] >> 6)};
     if (m.prob_bits > RANS_MAX_PROB || (m.nctx << m.prob_bits) > (1 << 15))
         return MPIUCC_ERR_CORRUPT;
-
-    rans_dec_tables t;
+    d->prob_bits = m.prob_bits;
+    rans_dec_tables *t = &d->t;
     bit_reader r = {in + 2, end, 0, 0, 0};
     for (int c = 0; c < m.nctx; c++) {
-        mpiucc_status st = read_table(&r, m.prob_bits, t.slot + (c << m.prob_bits), t.info[c]);
+        mpiucc_status st = read_table(&r, m.prob_bits, t->slot + (c << m.prob_bits), t->info[c]);
         if (st != MPIUCC_OK) return st;
     }
-    t.ctx_of_sum[0] = (uint8_t)rans_context(&m, 0); /* sums of bit length b: [2^(b-1), 2^b) */
+    t->ctx_of_sum[0] = (uint8_t)rans_context(&m, 0); /* sums of bit length b: [2^(b-1), 2^b) */
     for (unsigned b = 1; b < RANS_FINE; b++) {
         uint32_t lo = 1u << (b - 1), hi = (1u << b) - 1;
-        if (hi > MAX_SUM) hi = MAX_SUM;
-        memset(t.ctx_of_sum + lo, (int)rans_context(&m, b), hi - lo + 1);
+        if (hi > RANS_MAX_SUM) hi = RANS_MAX_SUM;
+        memset(t->ctx_of_sum + lo, (int)rans_context(&m, b), hi - lo + 1);
     }
-
     /* Words from the end of the tables (the padding bits of their last byte are ignored) up
      * to the states, the last 4 * RANS_LANES bytes. */
-    const uint8_t *p = r.p;
-    if ((size_t)(end - p) < 4 * RANS_LANES) return MPIUCC_ERR_TRUNCATED;
-    const uint8_t *words_end = end - 4 * RANS_LANES;
-    uint32_t x[RANS_LANES];
+    d->p = r.p;
+    if ((size_t)(end - d->p) < 4 * RANS_LANES) return MPIUCC_ERR_TRUNCATED;
+    d->words_end = end - 4 * RANS_LANES;
     for (int l = 0; l < RANS_LANES; l++) {
-        x[l] = mpiucc_get_u32(words_end + 4 * l);
-        if (x[l] < RANS_L) return MPIUCC_ERR_CORRUPT;
+        d->x[l] = mpiucc_get_u32(d->words_end + 4 * l);
+        if (d->x[l] < RANS_L) return MPIUCC_ERR_CORRUPT;
     }
-    size_t i = m.prob_bits == 12   ? decode_groups_12(&t, &p, end, x, sym, n)
-               : m.prob_bits == 13 ? decode_groups_13(&t, &p, end, x, sym, n)
-                                   : decode_groups_14(&t, &p, end, x, sym, n);
-    if (p > words_end) return MPIUCC_ERR_CORRUPT;
-    return decode_rest(&t, m.prob_bits, p, words_end, x, sym, n, i);
+    d->ctx = t->ctx_of_sum[0];
+    d->group_sum = 0;
+    return MPIUCC_OK;
+}
+
+mpiucc_status mpiucc_rans_decoder_init(mpiucc_rans_decoder *d, const uint8_t *in,
+                                       size_t in_size, size_t n) {
+    if (!d || (!in && in_size)) return MPIUCC_ERR_ARG;
+    d->in = in;
+    d->in_size = in_size;
+    d->n = n;
+    d->i = 0;
+    if (in_size < 1) return MPIUCC_ERR_TRUNCATED;
+    d->mode = in[0];
+    switch (in[0]) {
+    case 0:
+        if (in_size - 1 < n) return MPIUCC_ERR_TRUNCATED;
+        return in_size - 1 > n ? MPIUCC_ERR_CORRUPT : MPIUCC_OK;
+    case 1:
+        if (in_size < 2) return MPIUCC_ERR_TRUNCATED;
+        return in_size > 2 || n == 0 ? MPIUCC_ERR_CORRUPT : MPIUCC_OK;
+    case 2:
+        return init_rans(d, in, in_size);
+    default:
+        return MPIUCC_ERR_CORRUPT;
+    }
+}
+
+mpiucc_status mpiucc_rans_decoder_next(mpiucc_rans_decoder *d, uint8_t *sym, size_t m) {
+    if (m > d->n - d->i || (!sym && m)) return MPIUCC_ERR_ARG;
+    if (d->mode == 0) {
+        if (m) memcpy(sym, d->in + 1 + d->i, m);
+        d->i += m;
+        return MPIUCC_OK;
+    }
+    if (d->mode == 1) {
+        memset(sym, d->in[1], m);
+        d->i += m;
+        return MPIUCC_OK;
+    }
+    size_t done = 0;
+    if (d->i % RANS_LANES == 0) { /* whole groups, loads bounded by the stream's end */
+        const uint8_t *end = d->in + d->in_size;
+        size_t (*groups)(const rans_dec_tables *, const uint8_t **, const uint8_t *, uint32_t *,
+                         uint32_t *, uint8_t *, size_t) =
+            d->prob_bits == 12 ? decode_groups_12 : d->prob_bits == 13 ? decode_groups_13
+                                                                        : decode_groups_14;
+        done = groups(&d->t, &d->p, end, d->x, &d->ctx, sym, m);
+        d->i += done;
+        if (d->p > d->words_end) return MPIUCC_ERR_CORRUPT;
+    }
+    return decode_checked(d, sym + done, m - done);
+}
+
+mpiucc_status mpiucc_rans_decoder_finish(const mpiucc_rans_decoder *d) {
+    if (d->i != d->n) return MPIUCC_ERR_ARG;
+    if (d->mode != 2) return MPIUCC_OK;
+    if (d->p != d->words_end) return MPIUCC_ERR_CORRUPT;
+    for (int l = 0; l < RANS_LANES; l++)
+        if (d->x[l] != RANS_L) return MPIUCC_ERR_CORRUPT;
+    return MPIUCC_OK;
 }
 
 mpiucc_status mpiucc_rans_decode(const uint8_t *in, size_t in_size, uint8_t *sym, size_t n) {
     if ((!in && in_size) || (!sym && n)) return MPIUCC_ERR_ARG;
-    if (in_size < 1) return MPIUCC_ERR_TRUNCATED;
-    switch (in[0]) {
-    case 0:
-        if (in_size - 1 < n) return MPIUCC_ERR_TRUNCATED;
-        if (in_size - 1 > n) return MPIUCC_ERR_CORRUPT;
-        if (n) memcpy(sym, in + 1, n);
-        return MPIUCC_OK;
-    case 1:
-        if (in_size < 2) return MPIUCC_ERR_TRUNCATED;
-        if (in_size > 2 || n == 0) return MPIUCC_ERR_CORRUPT;
-        memset(sym, in[1], n);
-        return MPIUCC_OK;
-    case 2:
-        return decode_rans(in, in_size, sym, n);
-    default:
-        return MPIUCC_ERR_CORRUPT;
-    }
+    mpiucc_rans_decoder d;
+    mpiucc_status st = mpiucc_rans_decoder_init(&d, in, in_size, n);
+    if (st == MPIUCC_OK) st = mpiucc_rans_decoder_next(&d, sym, n);
+    return st == MPIUCC_OK ? mpiucc_rans_decoder_finish(&d) : st;
 }

@@ -86,4 +86,4 @@ static mpiucc_status raw_decode(const mpiucc_header *h, const uint8_t *payload, 
 }
 
 const mpiucc_codec_impl mpiucc_raw_impl = {raw_payload_bound, raw_check_params, raw_encode,
-                                           raw_check_header, raw_decode};
+                                           raw_check_header, raw_decode, NULL, NULL};

@@ -411,13 +411,21 @@ static void test_bad_params(void) {
             bad[nb] = good, bad[nb++].levels = 3;
         if (c == MPIUCC_CODEC_SIGN || c == MPIUCC_CODEC_TOPK)
             bad[nb] = good, bad[nb++].rounding = MPIUCC_ROUND_STOCHASTIC;
-        if (c == MPIUCC_CODEC_QSGD) {
-            bad[nb] = good, bad[nb++].levels = 0;
-            bad[nb] = good, bad[nb++].levels = 128;
-        }
-        if (c == MPIUCC_CODEC_TOPK) {
-            bad[nb] = good, bad[nb++].levels = 0;
+        if (c == MPIUCC_CODEC_QSGD) bad[nb] = good, bad[nb++].levels = 128;
+        if (c == MPIUCC_CODEC_TOPK)
             bad[nb] = good, bad[nb].block_size = 16, bad[nb++].levels = 17;
+        if (c == MPIUCC_CODEC_QSGD || c == MPIUCC_CODEC_TOPK) {
+            /* levels 0: the conventional default (qsgd s = 16, topk k = block / 16) */
+            mpiucc_params dflt = good, expl = good;
+            dflt.levels = 0;
+            expl.levels = c == MPIUCC_CODEC_QSGD ? 16 : 256 / 16;
+            float x[300];
+            for (int i = 0; i < 300; i++) x[i] = (float)((i * 37) % 101) - 50.0f;
+            uint8_t fa[4096], fb[4096];
+            size_t sa = 0, sb = 0;
+            CHECK(mpiucc_compress(&dflt, x, 300, fa, sizeof fa, &sa) == MPIUCC_OK);
+            CHECK(mpiucc_compress(&expl, x, 300, fb, sizeof fb, &sb) == MPIUCC_OK);
+            CHECK(sa == sb && !memcmp(fa, fb, sa));
         }
         for (int i = 0; i < nb; i++) {
             float x[4] = {1, 2, 3, 4};

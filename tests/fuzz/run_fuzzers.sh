@@ -17,7 +17,7 @@ failed=0
 for t in "${targets[@]}"; do
     mkdir -p "$scratch/$t"
     log="$scratch/$t.log"
-    "$build/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$build/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=1024 -malloc_limit_mb=64 -print_final_stats=1 \
         -artifact_prefix="$scratch/$t-" "$scratch/$t" "$corpus/$t" >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")

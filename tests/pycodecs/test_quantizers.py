@@ -1,5 +1,6 @@
 """Quantizers at the Python level: shapes and dtypes, and each codec's error property."""
 
+import numcodecs
 import numpy as np
 import pycodecs
 import pytest
@@ -325,3 +326,22 @@ def test_topk_keeps_largest_exactly(dtype, data):
         if m.any() and (~m).any():
             assert a[m].min() >= a[~m].max()
         assert m.sum() == min(k, np.count_nonzero(x[s]))
+
+
+@pytest.mark.parametrize("codec", QUANTIZERS)
+def test_every_quantizer_works_with_its_defaults(codec):
+    """No codec parameter with a conventional value is required: qsgd s = 16 with stochastic
+    rounding, topk k = 16 of 256, block 256; the numcodecs classes' defaults agree."""
+    x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    frame = pycodecs.compress(x, codec)
+    h = pycodecs.header(frame)
+    assert pycodecs.decompress(frame).shape == x.shape
+    if codec == "qsgd":
+        assert h.aux == 16 | 1 << 8  # s | stochastic << 8
+        explicit = pycodecs.compress(x, "qsgd", levels=16, rounding="stochastic")
+        assert bytes(frame) == bytes(explicit)
+    if codec == "topk":
+        assert h.aux == 16 and h.block == 256
+        assert bytes(frame) == bytes(pycodecs.compress(x, "topk", levels=16))
+    nc = numcodecs.get_codec({"id": f"mpiucc.{codec}"})
+    assert bytes(nc.encode(x)) == bytes(frame)
