@@ -105,7 +105,13 @@ class Engine:
         ``status`` receives the status of a single request.
         """
         deadline = self.deadline() if deadline is None else deadline
-        if not poll(tester(reqs, status), deadline):
+        try:
+            done = poll(tester(reqs, status), deadline)
+        except MPI.Exception as exc:
+            if exc.Get_error_class() != MPI.ERR_TRUNCATE:  # a failure, a dead peer: not a size
+                self.broken = self.broken or f"an earlier {what} failed in MPI: {exc}"
+            raise
+        if not done:
             raise self.timed_out(what, deadline)
 
     def probe(self, comm: MPI.Comm, source: int, tag: int, status: MPI.Status, what: str):

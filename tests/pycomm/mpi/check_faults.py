@@ -86,8 +86,9 @@ def dies_or_freezes(how: signal.Signals) -> None:
     if RANK == 0:
         time.sleep(2.0)  # let the other survivors report first
         os.kill(pids[VICTIM], signal.SIGKILL)
-    # Exit 0: only the launcher, seeing the victim die, may fail the job (the test checks it).
-    os._exit(0)
+    # A frozen victim: the survivors saw CommTimeout and end with an error, as a job would.
+    # A dead one: exit 0, so that only the launcher, seeing the death, can fail the job.
+    os._exit(3 if how == signal.SIGSTOP else 0)
 
 
 def mismatch() -> None:
