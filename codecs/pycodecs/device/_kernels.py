@@ -82,7 +82,8 @@ def _half_kernel(
         dec = (h << 16).to(tl.float32, bitcast=True)
     tl.store(out_ptr + idx, h.to(tl.uint16).to(tl.int16, bitcast=True), mask=mask)
     _store_res(r_ptr, idx, mask, v, dec, HAS_RES)
-    seen = tl.max(tl.where(mask & over, 1, 0) | tl.where(mask & (a >= INF_BITS), 2, 0), axis=0)
+    seen = tl.max(tl.where(mask & over, 1, 0), axis=0)
+    seen |= tl.max(tl.where(mask & (a >= INF_BITS), 2, 0), axis=0)
     if seen != 0:
         tl.atomic_or(flags_ptr, seen)
 
