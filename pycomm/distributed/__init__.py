@@ -38,7 +38,7 @@ def register() -> None:
             "MPI concurrently); initialise MPI with mpi4py's default thread level"
         )
     if BACKEND.upper() not in dist.Backend._plugins:
-        dist.Backend.register_backend(BACKEND, create, extended_api=True, devices=["cpu"])
+        dist.Backend.register_backend(BACKEND, create, extended_api=True, devices=["cpu", "cuda"])
     # torch.distributed.rendezvous is shadowed by the function of that name: import the module.
     rdzv = importlib.import_module("torch.distributed.rendezvous")
     if "mpi" not in rdzv._rendezvous_handlers:

@@ -26,6 +26,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 import pycomm
+from pycomm.distributed import staging
 
 WIDE = (torch.float32, torch.float64)
 #: Pipeline segment of the bucket's allreduce (elements; allreduce's default is 2^21). ebq
@@ -56,6 +57,7 @@ class CompressHookState:
         "iteration",
         "stats",
         "residuals",
+        "staging",
         "_by_param",
     )
 
@@ -84,6 +86,7 @@ class CompressHookState:
         self.stats = pycomm.CommStats()
         self.residuals: dict[tuple, np.ndarray] = {}
         self._by_param: dict[int, tuple[np.ndarray, int]] = {}
+        self.staging: dict[int, torch.Tensor] = {}  # device buckets' pinned host mirrors
 
     def communicator(self) -> MPI.Comm:
         if self.comm is None:
@@ -112,11 +115,11 @@ class CompressHookState:
         return r
 
     def __getstate__(self) -> dict:
-        skip = ("process_group", "comm", "_by_param")
+        skip = ("process_group", "comm", "_by_param", "staging")
         return {k: getattr(self, k) for k in self.__slots__ if k not in skip}
 
     def __setstate__(self, state: dict) -> None:
-        self.process_group, self.comm, self._by_param = None, None, {}
+        self.process_group, self.comm, self._by_param, self.staging = None, None, {}, {}
         for k, v in state.items():
             setattr(self, k, v)
 
@@ -139,6 +142,8 @@ def _allreduce_bucket(
     state: CompressHookState, bucket: dist.GradBucket, compress: bool
 ) -> torch.futures.Future[torch.Tensor]:
     buf = bucket.buffer()
+    if not buf.is_cpu:  # device buckets go through pinned host buffers, overlapped
+        return staging.allreduce_bucket(state, bucket, compress)
     flat = buf if buf.dtype in WIDE else buf.float()  # fp16 and bf16 travel widened
     x = flat.detach().numpy()
     compress = (

@@ -11,7 +11,9 @@ import torch
 from device_support import SIZES, adversarial
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pycodecs import device as dc
+
+pytest.importorskip("triton")
+from pycodecs import device as dc  # noqa: E402 (after the skip)
 
 # The interpreter runs a kernel in about 0.1 s: 15 examples per case keep this file near a minute.
 HSETTINGS = settings(
