@@ -47,6 +47,24 @@ def kernel_rows(n: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+def tuning_rows(n: int) -> list[tuple[str, float, float]]:
+    """Each codec with error feedback under each launch shape (the default is in TUNING)."""
+    x = torch.randn(n, device="cuda") * 1e-3
+    r = torch.zeros_like(x)
+    default, rows = dict(dc.TUNING), []
+    try:
+        for codec in dc.CODECS:
+            for tile in (1024, 2048, 4096, 8192):
+                for warps in (4, 8):
+                    dc.TUNING.update(tile=tile, num_warps=warps)
+                    ms = do_bench(lambda c=codec: dc.encode(x, c, residual=r), warmup=10, rep=30)
+                    name = f"{codec} + error feedback, tile {tile}, {warps} warps"
+                    rows.append((name, ms, 12 * n + PAYLOAD_BYTES[codec] * n))
+    finally:
+        dc.TUNING.update(default)
+    return rows
+
+
 def copy_rows(nbytes: int) -> list[tuple[str, float, float]]:
     dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
@@ -122,6 +140,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="1G", help="input bytes of the kernel rows (float32)")
     ap.add_argument("--bucket", default="25M", help="bucket bytes of the hook rows")
+    ap.add_argument("--tune", action="store_true", help="also sweep the kernels' launch shapes")
     ap.add_argument("--out", type=Path, help="also write the tables here (markdown)")
     args = ap.parse_args()
     n = parse_size(args.size) // 4
@@ -132,6 +151,8 @@ def main() -> None:
     copies = copy_rows(4 * n)
     parts.append(table(n, copies, "Host-device copies"))
     parts.append(table(nb // 4, hook_rows(nb), f"The DDP hook's staging, {nb / 1e6:.0f} MB bucket"))
+    if args.tune:
+        parts.append(table(n // 4, tuning_rows(n // 4), "Launch shapes (a quarter of the input)"))
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.out:

@@ -40,11 +40,11 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton._
       "numpy", numpy.__version__, torch.cuda.get_device_name())
 EOF
 MPIEXEC=$(dirname "$(command -v "$PY")")/mpiexec
-step tests 300 "$PY" -m pytest -q --maxfail=5 -p no:cacheprovider tests/device
+step tests 200 "$PY" -m pytest -q --maxfail=5 -p no:cacheprovider tests/device
 step backend_cuda_1 60 "$MPIEXEC" -n 1 "$PY" tests/distributed/mpi/check_cuda.py
 step backend_cuda_2 60 "$MPIEXEC" -n 2 "$PY" tests/distributed/mpi/check_cuda.py
 step ddp_hook_cuda_2 150 "$MPIEXEC" -n 2 "$PY" tests/device/mpi/check_staged_hook.py cuda
-step bench 200 "$PY" bench/device_bench.py --size 1G --out "$OUT/device_bench.md"
+step bench 240 "$PY" bench/device_bench.py --size 1G --tune --out "$OUT/device_bench.md"
 cat "$OUT/device_bench.md" 2>/dev/null
 echo "gpu_check: $failed step(s) failed"
 exit "$failed"

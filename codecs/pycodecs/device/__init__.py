@@ -24,7 +24,8 @@ from pycodecs.device._frame import header_bytes
 
 CODECS = ("fp16", "bf16", "int8", "int4", "sign")
 BLOCK_DEFAULT = 256
-_TILE = 4096  # elements per program
+#: Launch shape: elements per program and warps per program (bench/device_bench.py sweeps it).
+TUNING = {"tile": 4096, "num_warps": 8}
 _FLAG_SATURATED, _FLAG_NONFINITE = 1, 2
 
 __all__ = ["CODECS", "DeviceFrame", "compress", "encode", "payload_size", "to_frame"]
@@ -108,17 +109,18 @@ def encode(
 def _launch(codec, xs, rs, storage, flags, n: int, block: int) -> None:
     has_res = rs is not None
     r = rs if has_res else xs  # never read without HAS_RES
-    opts = {"enable_fp_fusion": False, "num_warps": 8}
+    tile = TUNING["tile"]
+    opts = {"enable_fp_fusion": False, "num_warps": TUNING["num_warps"]}
     if codec in ("fp16", "bf16"):
-        grid = (-(-n // _TILE),)
+        grid = (-(-n // tile),)
         _kernels._half_kernel[grid](
             xs, r, storage.view(torch.int16)[: n], flags, n,
-            FP16=codec == "fp16", HAS_RES=has_res, BLOCK=_TILE, **opts,
+            FP16=codec == "fp16", HAS_RES=has_res, BLOCK=tile, **opts,
         )  # fmt: skip
         return
     nblocks = -(-n // block)
     padded = 1 << (block - 1).bit_length()
-    g = max(1, _TILE // padded)
+    g = max(1, tile // padded)
     grid = (-(-nblocks // g),)
     if codec == "sign":
         _kernels._sign_kernel[grid](
