@@ -51,12 +51,12 @@ def tuning_rows(n: int) -> list[tuple[str, float, float]]:
     """Each codec with error feedback under each launch shape (the default is in TUNING)."""
     x = torch.randn(n, device="cuda") * 1e-3
     r = torch.zeros_like(x)
-    default, rows = dict(dc.TUNING), []
+    default, rows = {c: dict(t) for c, t in dc.TUNING.items()}, []
     try:
         for codec in dc.CODECS:
             for tile in (1024, 2048, 4096, 8192):
                 for warps in (4, 8):
-                    dc.TUNING.update(tile=tile, num_warps=warps)
+                    dc.TUNING[codec] = {"tile": tile, "num_warps": warps}
                     ms = do_bench(lambda c=codec: dc.encode(x, c, residual=r), warmup=10, rep=30)
                     name = f"{codec} + error feedback, tile {tile}, {warps} warps"
                     rows.append((name, ms, 12 * n + PAYLOAD_BYTES[codec] * n))

@@ -24,8 +24,15 @@ from pycodecs.device._frame import header_bytes
 
 CODECS = ("fp16", "bf16", "int8", "int4", "sign")
 BLOCK_DEFAULT = 256
-#: Launch shape: elements per program and warps per program (bench/device_bench.py sweeps it).
-TUNING = {"tile": 4096, "num_warps": 8}
+#: Launch shape per codec: elements and warps per program. The fastest of bench/device_bench.py
+#: --tune on an H200 (BENCHMARKS.md): larger tiles lose up to 2.7x on int8 and int4.
+TUNING = {
+    "fp16": {"tile": 1024, "num_warps": 4},
+    "bf16": {"tile": 1024, "num_warps": 4},
+    "int8": {"tile": 1024, "num_warps": 4},
+    "int4": {"tile": 1024, "num_warps": 4},
+    "sign": {"tile": 2048, "num_warps": 4},
+}
 _FLAG_SATURATED, _FLAG_NONFINITE = 1, 2
 
 __all__ = ["CODECS", "DeviceFrame", "compress", "encode", "payload_size", "to_frame"]
@@ -97,8 +104,8 @@ def encode(
     rs = None if residual is None else _check_tensor(residual, "residual", x)
     n = xs.numel()
     size = payload_size(codec, n, block)
-    flags_at = -(-size // 8) * 8
-    storage = torch.empty(flags_at + 8, dtype=torch.uint8, device=xs.device)
+    flags_at = -(-size // 16) * 16  # 16-byte aligned: one compilation for every size
+    storage = torch.empty(flags_at + 16, dtype=torch.uint8, device=xs.device)
     flags = storage[flags_at : flags_at + 4].view(torch.int32)
     flags.zero_()
     if n:
@@ -109,8 +116,8 @@ def encode(
 def _launch(codec, xs, rs, storage, flags, n: int, block: int) -> None:
     has_res = rs is not None
     r = rs if has_res else xs  # never read without HAS_RES
-    tile = TUNING["tile"]
-    opts = {"enable_fp_fusion": False, "num_warps": TUNING["num_warps"]}
+    tile = TUNING[codec]["tile"]
+    opts = {"enable_fp_fusion": False, "num_warps": TUNING[codec]["num_warps"]}
     if codec in ("fp16", "bf16"):
         grid = (-(-n // tile),)
         _kernels._half_kernel[grid](
@@ -149,7 +156,7 @@ def to_frame(
         staged.copy_(enc.storage)
     raw = staged.numpy()
     size = payload_size(enc.codec, enc.count, enc.block)
-    flags = int.from_bytes(raw[n - 8 : n - 4].tobytes(), "little")
+    flags = int.from_bytes(raw[n - 16 : n - 12].tobytes(), "little")
     payload = memoryview(raw)[:size]
     aux = flags & _FLAG_SATURATED if enc.codec in ("fp16", "bf16") else 0
     head = header_bytes(

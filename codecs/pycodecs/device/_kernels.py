@@ -6,7 +6,8 @@ arithmetic is the C scalar rule's, operation for operation: integer narrowing fo
 IEEE division (div_rn), the add-and-subtract rounding of q_rint, the 16-lane f64 sum of sign.
 Launch with enable_fp_fusion=False (as the C build's -ffp-contract=off): a fused multiply-add
 would round differently. ``flags`` gets bit 0 for a saturated fp16/bf16 value and bit 1 for a
-non-finite value (or block), by atomic or.
+non-finite value (or block), by atomic or. Sizes are not specialized on (one compilation
+per launch shape, whatever the element count).
 """
 
 import triton
@@ -59,7 +60,7 @@ def _f32_to_f16_bits(u):
     return tl.where(a > INF_BITS, nan, h)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def _half_kernel(
     x_ptr, r_ptr, out_ptr, flags_ptr, n,
     FP16: tl.constexpr, HAS_RES: tl.constexpr, BLOCK: tl.constexpr,
@@ -96,7 +97,7 @@ def _put_scale(out_ptr, boff, bits, bmask):
     tl.store(out_ptr + boff[:, None] + k[None, :], byte, mask=bmask[:, None])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n", "nblocks", "b"])
 def _int_kernel(
     x_ptr, r_ptr, out_ptr, flags_ptr, n, nblocks, b,
     BITS: tl.constexpr, LEVELS: tl.constexpr, HAS_RES: tl.constexpr, G: tl.constexpr,
@@ -151,7 +152,7 @@ def _int_kernel(
         tl.atomic_or(flags_ptr, 2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n", "nblocks", "b"])
 def _sign_kernel(
     x_ptr, r_ptr, out_ptr, flags_ptr, n, nblocks, b,
     HAS_RES: tl.constexpr, G: tl.constexpr, BY: tl.constexpr,
