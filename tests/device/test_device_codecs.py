@@ -1,6 +1,7 @@
 """Device quantizers: frames equal the C frames byte for byte, decode with the C decoder, and
 error feedback leaves the same residual bits; bad arguments raise before any kernel runs."""
 
+import os
 import subprocess
 import sys
 
@@ -17,13 +18,14 @@ from pycodecs import device as dc  # noqa: E402 (after the skip)
 
 # The interpreter runs a kernel in about 0.1 s: 15 examples per case keep this file near a minute.
 HSETTINGS = settings(
-    max_examples=15,
+    max_examples=int(os.environ.get("DEVICE_EXAMPLES", "15")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's NaN math
 BLOCKS = {"fp16": [0], "bf16": [0], "int8": [0, 8, 24, 264], "int4": [0, 8, 24, 264],
           "sign": [0, 8, 24, 264]}  # fmt: skip
+BLOCKS_ONLY = ("int8", "int4", "sign")
 CASES = [(c, b) for c in dc.CODECS for b in BLOCKS[c]]
 
 
@@ -76,6 +78,22 @@ def test_decoded_within_the_block_bound(device, codec, x):
     # the residual is what compression lost, bit for bit (v = x + 0 turns -0 into +0)
     v = x + np.float32(0)
     assert np.array_equal(bits(r.cpu().numpy()), bits((v - y).astype(np.float32)))
+
+
+@pytest.mark.parametrize("codec", dc.CODECS)
+def test_nan_payloads_and_signs_with_error_feedback(device, codec):
+    """v = x + residual makes the NaN an x86 CPU makes (x's payload and sign, else the
+    residual's, Inf - Inf the default NaN 0xffc00000), not a GPU's canonical NaN."""
+    x = np.array([0x7FA00000, 0xFFC00001, 0x7F800000, 0x3F800000] * 4, np.uint32)
+    r = np.array([0x3F800000, 0x7FC00000, 0xFF800000, 0xFFB00002] * 4, np.uint32)
+    x, r = x.view(np.float32), r.view(np.float32)
+    r_dev, r_c = on(device, r), r.copy()
+    frame = dc.compress(
+        on(device, x), codec, residual=r_dev, block_size=8 if codec in BLOCKS_ONLY else 0
+    )
+    want = pycodecs.compress_ef(x, r_c, codec, block_size=8 if codec in BLOCKS_ONLY else 0)
+    assert bytes(frame) == bytes(want)
+    assert np.array_equal(bits(r_dev.cpu().numpy()), bits(r_c))
 
 
 @pytest.mark.parametrize("codec", dc.CODECS)

@@ -28,8 +28,22 @@ ROUND_MAGIC = tl.constexpr(12582912.0)  # 1.5 * 2^23: (y + M) - M rounds |y| < 2
 def _load_v(x_ptr, r_ptr, idx, mask, HAS_RES: tl.constexpr):
     v = tl.load(x_ptr + idx, mask=mask, other=0.0)
     if HAS_RES:
-        v = v + tl.load(r_ptr + idx, mask=mask, other=0.0)
+        r = tl.load(r_ptr + idx, mask=mask, other=0.0)
+        v = _add_x86(v, r)
     return v
+
+
+@triton.jit
+def _add_x86(x, r):
+    """x + r with the NaN an x86 CPU makes: x's NaN quieted, else r's, else (Inf - Inf) the
+    default NaN 0xffc00000. A GPU returns one canonical NaN instead, and fp16, bf16 and sign
+    frames carry a NaN's payload or sign bit."""
+    xb = x.to(tl.uint32, bitcast=True)
+    rb = r.to(tl.uint32, bitcast=True)
+    s = x + r
+    nan = tl.where((rb & 0x7FFFFFFF) > INF_BITS, rb | 0x400000, 0xFFC00000)
+    nan = tl.where((xb & 0x7FFFFFFF) > INF_BITS, xb | 0x400000, nan)
+    return tl.where(s != s, nan.to(tl.float32, bitcast=True), s)
 
 
 @triton.jit
