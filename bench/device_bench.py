@@ -44,6 +44,13 @@ def kernel_rows(n: int) -> list[tuple[str, float, float]]:
         rows.append((f"device {codec}", ms, 4 * n + out))
         ms = do_bench(lambda c=codec: dc.encode(x, c, residual=r))
         rows.append((f"device {codec} + error feedback", ms, 12 * n + out))
+    # ebq end to end: the device kernels, the copies of widths, packed blocks and outliers to
+    # the host, the records and the header there (the frame is on the host when it returns)
+    for mode, eb in (("abs", 1e-5), ("rel", 1e-3)):
+        ms = do_bench(lambda m=mode, e=eb: dc.compress(x, "ebq", error_bound=e, mode=m))
+        rows.append((f"device ebq fast {mode} {eb:g}, frame on the host", ms, 4 * n))
+    ms = do_bench(lambda: dc.compress(x, "ebq", error_bound=1e-5, residual=r))
+    rows.append(("device ebq fast abs 1e-05 + error feedback, frame on the host", ms, 12 * n))
     return rows
 
 

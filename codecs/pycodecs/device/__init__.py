@@ -4,7 +4,8 @@
     frame = device.compress(grad_on_gpu, "int8", residual=res_on_gpu)   # error feedback fused
     pycodecs.decompress(frame)                                           # the C decoder reads it
 
-fp16, bf16, int8, int4 and sign over float32 tensors (rounding "nearest"): the kernel writes the
+fp16, bf16, int8, int4 and sign over float32 tensors (rounding "nearest"), and ebq's fast level
+(predictor none, ``pycodecs.device.ebq``): the kernel writes the
 payload on the tensor's device, one copy brings it (and a 4-byte flags word) to the host, and
 the 64-byte header with its CRC-32C checksums is written there, so a frame made here equals
 ``pycodecs.compress`` / ``compress_ef`` of the same values byte for byte. The kernels run on
@@ -181,7 +182,21 @@ def compress(
     block_size: int = 0,
     rounding: str = "nearest",
     checksum: bool = False,
+    error_bound: float | None = None,
+    mode: str = "abs",
 ) -> bytearray:
-    """One frame of x (with error feedback when residual is given), as pycodecs.compress."""
+    """One frame of x (with error feedback when residual is given), as pycodecs.compress.
+
+    codec "ebq" (fast level, predictor none) takes error_bound and mode ("abs" or "rel")."""
+    if codec == "ebq":
+        if block_size not in (0, 32) or rounding != "nearest":
+            raise ValueError("ebq takes no block_size (its blocks are 32) and rounds to nearest")
+        from pycodecs.device import ebq
+
+        return ebq.compress(
+            x, error_bound=error_bound, mode=mode, residual=residual, checksum=checksum
+        )
+    if error_bound is not None or mode != "abs":
+        raise ValueError(f"codec {codec!r} takes no error_bound or mode")
     enc = encode(x, codec, residual=residual, block_size=block_size, rounding=rounding)
     return to_frame(enc, checksum=checksum)

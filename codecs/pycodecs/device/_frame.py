@@ -31,8 +31,11 @@ def header_bytes(
     aux: int,
     nonfinite: bool,
     checksum: bool,
+    bound: float = math.inf,
+    param: float = 0.0,
 ) -> bytes:
-    """The header the C encoder writes for this quantizer payload of f32 elements."""
+    """The header the C encoder writes for this payload of f32 elements (the quantizers
+    promise no absolute bound: inf; ebq gives its bound and its grid step as param)."""
     flags = (_ext.FLAG_PAYLOAD_CHECKSUM if checksum else 0) | (
         _ext.FLAG_NONFINITE if nonfinite else 0
     )
@@ -44,8 +47,8 @@ def header_bytes(
         DTYPE_F32,
         flags,
         count,
-        math.inf,  # the quantizers promise no absolute bound
-        0.0,
+        bound,
+        param,
         len(payload),
         block,
         aux,
