@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device checks of the accelerator path on one GPU, about 5 minutes, no network:
+# Device checks of the accelerator path on one GPU, at most about 7 minutes, no network:
 #   1. build the extension in place with what is installed (MPI from carried wheels in .whl/)
 #   2. the device tests: Triton frames equal the C frames on the GPU, the staging, the DDP hook
 #      on CUDA buckets equal to the CPU hook (1 and 2 ranks), the backend on CUDA tensors
@@ -44,6 +44,6 @@ step bench 150 "$PY" bench/device_bench.py --size 1G --tune --out "$OUT/device_b
 cat "$OUT/device_bench.md" 2>/dev/null
 step ddp_hook_cuda_2 120 "$MPIEXEC" -n 2 "$PY" tests/device/mpi/check_staged_hook.py cuda
 step backend_cuda_2 60 "$MPIEXEC" -n 2 "$PY" -X faulthandler tests/distributed/mpi/check_cuda.py
-step tests 240 "$PY" -m pytest -q --maxfail=5 -p no:cacheprovider tests/device
+step tests 300 "$PY" -m pytest -q --maxfail=5 -p no:cacheprovider tests/device
 echo "gpu_check: $failed step(s) failed"
 exit "$failed"
