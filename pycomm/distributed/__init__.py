@@ -46,7 +46,7 @@ def create(opts: _DistributedBackendOptions, backend_options: Any = None) -> Pro
 def register() -> None:
     """Register the backend and the rendezvous handlers (done on import; idempotent, no MPI)."""
     if BACKEND.upper() not in dist.Backend._plugins:
-        dist.Backend.register_backend(BACKEND, create, extended_api=True, devices=["cpu"])
+        dist.Backend.register_backend(BACKEND, create, extended_api=True, devices=["cpu", "cuda"])
     # torch.distributed.rendezvous is shadowed by the function of that name: import the module.
     rdzv = importlib.import_module("torch.distributed.rendezvous")
     handlers = rdzv._rendezvous_handlers

@@ -28,6 +28,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 import pycomm
+from pycomm.distributed import staging
 
 WIDE = (torch.float32, torch.float64)
 #: Pipeline segment of the bucket's allreduce (elements; allreduce's default is 2^21). ebq
@@ -59,6 +60,7 @@ class CompressHookState:
         "iteration",
         "stats",
         "residuals",
+        "staging",
         "_by_param",
         "_made_comm",
     )
@@ -89,6 +91,7 @@ class CompressHookState:
         self.residuals: dict[tuple, np.ndarray] = {}
         self._by_param: dict[int, tuple[np.ndarray, int]] = {}
         self._made_comm = False
+        self.staging: dict[int, torch.Tensor] = {}  # device buckets' pinned host mirrors
 
     def communicator(self) -> MPI.Comm:
         """The MPI communicator of the hook's ranks: exactly those of its process group.
@@ -140,11 +143,12 @@ class CompressHookState:
         return r
 
     def __getstate__(self) -> dict:
-        skip = ("process_group", "comm", "_by_param", "_made_comm")
+        skip = ("process_group", "comm", "_by_param", "_made_comm", "staging")
         return {k: getattr(self, k) for k in self.__slots__ if k not in skip}
 
     def __setstate__(self, state: dict) -> None:
-        self.process_group, self.comm, self._by_param, self._made_comm = None, None, {}, False
+        self.process_group, self.comm, self._by_param = None, None, {}
+        self._made_comm, self.staging = False, {}
         for k, v in state.items():
             setattr(self, k, v)
 
@@ -208,6 +212,8 @@ def _allreduce_bucket(
     state: CompressHookState, bucket: dist.GradBucket, compress: bool
 ) -> torch.futures.Future[torch.Tensor]:
     buf = bucket.buffer()
+    if not buf.is_cpu:  # device buckets go through pinned host buffers, overlapped
+        return staging.allreduce_bucket(state, bucket, compress)
     flat = buf if buf.dtype in WIDE else buf.float()  # fp16 and bf16 travel widened
     x = flat.detach().numpy()
     compress = (
