@@ -9,7 +9,8 @@ from typing import Any
 from pycodecs._params import params_from
 from pycodecs.capabilities import CAPABILITIES, OPTIONS, Capabilities
 
-NONE = Capabilities(bounded=True, exact_sum=False, lossless=True, error_feedback=False)
+# Uncompressed: a residual given is sent along and emptied.
+NONE = Capabilities(bounded=True, exact_sum=False, lossless=True)
 
 
 class CodecSpec:

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 import pycomm
-from pycomm.collectives._arrays import chunk_bounds
+from pycomm.collectives.buffers import chunk_bounds
 
 _lock = threading.Lock()
 _workers: dict[str, ThreadPoolExecutor] = {}
