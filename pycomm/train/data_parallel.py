@@ -1,5 +1,9 @@
 """Data parallelism: torch DDP on the DP group, gradients through pycomm's DDP hooks.
 
+Parameters replicated across the TP group (``replicated``) are left out of DDP and averaged in
+a bucket of their own after the last backward (``replicated_grads``), so that their copies on
+the TP ranks stay bitwise identical under an error-bounded codec.
+
 A pipeline stage runs several micro-batch forwards before their backwards, so DDP must not
 reduce after the first backward. Every forward and backward runs under ``no_sync`` except the
 step's last backward, before which the reducer is armed by hand, as torch's own pipelining
@@ -24,6 +28,7 @@ import pycomm
 from pycomm.distributed.hooks import CompressHookState, mpiucc_allreduce_hook, mpiucc_compress_hook
 from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters
+from pycomm.train.replicated_grads import ReplicatedGradients
 
 
 class _TimedHookState:
@@ -63,15 +68,24 @@ class DataParallel:
         meters: Meters,
         bucket_mb: float = 25.0,
         error_feedback: bool = True,
+        replicated: list[str] | tuple[str, ...] = (),
     ) -> None:
         self.meters = meters
         self.size = group.size()
         self._state: _TimedHookState | None = None
+        self._replicated: ReplicatedGradients | None = None
         self.guard: Guard | None = None  #: measures the codec's error on sampled steps
         if self.size == 1:
             self.module: nn.Module = stage
             return
         self._exact_comm = group.comm.Dup()  # the guard's uncompressed reference reductions
+        if replicated:  # TP-replicated parameters: their own bucket, outside DDP
+            DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+                stage, list(replicated)
+            )
+            self._replicated = ReplicatedGradients(
+                stage, list(replicated), group.comm, error_feedback
+            )
         self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
         params = {k: v for k, v in dataclasses.asdict(spec).items() if k != "codec"}
         inner = CompressHookState(
@@ -112,6 +126,9 @@ class DataParallel:
         meter.wire_bytes += stats.wire_bytes - before[2]
         meter.background_s += stats.total_seconds - before[4]
         self._measure()
+        if self._replicated is not None:
+            sample = None if self.guard is None else self.guard.sample("dp")
+            self._replicated.reduce(self.spec, meter, sample)
 
     @property
     def spec(self) -> pycomm.CodecSpec:
@@ -146,6 +163,8 @@ class DataParallel:
     def close(self) -> None:
         if self._state is not None:
             self._exact_comm.Free()
+        if self._replicated is not None:
+            self._replicated.close()
 
     @contextlib.contextmanager
     def _no_sync(self) -> Iterator[None]:

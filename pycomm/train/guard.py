@@ -30,7 +30,7 @@ from pycomm.train.config import format_codec
 from pycomm.train.meters import OPERATORS
 
 #: Relative norm error per step above which a stream is tightened.
-THRESHOLDS = {"tp_fwd": 0.01, "tp_bwd": 0.03, "pp": 0.01, "dp": 0.03}
+THRESHOLDS = {"tp_fwd": 0.01, "tp_bwd": 0.1, "pp": 0.01, "dp": 0.01}
 #: An ebq bound over the threshold is divided by this.
 TIGHTEN_FACTOR = 4.0
 #: No ebq bound is tightened below this (the codec then sends nearly raw data anyway).

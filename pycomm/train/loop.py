@@ -28,7 +28,7 @@ from pycomm.train.pipe_link import PipeLink
 from pycomm.train.pipeline import PipelineRunner
 from pycomm.train.replicas import ReplicaCheck
 from pycomm.train.stage import PipelineStage
-from pycomm.train.tensor_parallel import TensorParallel
+from pycomm.train.tensor_parallel import TensorParallel, is_tp_sharded
 
 #: Steps left out of the time totals (first-touch allocation, DDP's bucket rebuild).
 WARMUP_STEPS_UNTIMED = 1
@@ -92,8 +92,15 @@ class Trainer:
         self.link = (
             PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 else None
         )
+        replicated = [n for n, _ in self.stage.named_parameters() if not is_tp_sharded(n)]
         self.dp = DataParallel(
-            self.stage, groups.dp, codecs.dp, self.meters, args.bucket_mb, args.error_feedback
+            self.stage,
+            groups.dp,
+            codecs.dp,
+            self.meters,
+            args.bucket_mb,
+            args.error_feedback,
+            replicated=replicated if groups.layout.tp > 1 else (),
         )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(

@@ -187,6 +187,11 @@ def test_replica_check_names_a_parameter_nudged_by_one_ulp(dp: int, tp: int) -> 
     )
 
 
+def test_tp_replicated_gradients_keep_replicas_identical_under_compression() -> None:
+    out = run_mpi(SCRIPTS / "check_replicated_grads.py", 4, timeout=150)
+    assert "replicated gradients: passed" in out
+
+
 def test_short_compressed_run_stays_near_baseline(tmp_path: Path) -> None:
     args = [
         "--tp",
