@@ -55,7 +55,10 @@ def test_guard_tightens_only_streams_over_their_threshold() -> None:
     assert specs["tp_fwd"].error_bound == pytest.approx(3e-3 / 4)
     assert specs["dp"] == parse_codec("int4")
     assert logged == guard.events and len(logged) == 1
-    assert "tp_fwd error 2.00% > 1%: ebq:rel:0.003 -> ebq:rel:0.00075" in logged[0]
+    limit = f"{100 * THRESHOLDS['tp_fwd']:g}%"
+    error = f"{200 * THRESHOLDS['tp_fwd']:.2f}%"
+    want = f"tp_fwd error {error} > {limit}: ebq:rel:0.003 -> ebq:rel:0.00075"
+    assert want in logged[0], logged
     step, errors = guard.history[0]
     assert step == 1 and errors["dp"] == pytest.approx(THRESHOLDS["dp"] / 2)
     guard.begin_step(1)  # not a sampled step: nothing measured
