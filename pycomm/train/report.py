@@ -54,7 +54,12 @@ def merge(records: list[RankRecord]) -> dict:
 
 def guard_table(run: dict) -> str:
     """Per compressed stream: its sampled relative error per step, threshold, final codec."""
-    lines = [f"replica check: every replica bitwise identical ({run['replica_checks']} checks)"]
+    checks = run["replica_checks"]
+    lines = [
+        f"replica check: every replica bitwise identical ({checks} checks)"
+        if checks
+        else "replica check: off (--check-replicas 0)"
+    ]
     rows = {k: v for k, v in run["guard"].items() if v["samples"]}
     if rows:
         head = f"{'stream':<22}{'samples':>8}{'mean err':>10}{'max err':>10}{'limit':>8}  codec"
