@@ -68,6 +68,8 @@ DEFAULTS: dict[str, object] = dict(
     bucket_mb=25.0,
     error_feedback=True,
     threads=1,
+    check_replicas=25,
+    guard_every=10,
     out=None,
     baseline=False,
     compress=False,
@@ -202,6 +204,18 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
         ("val-batches", int, "global batches per validation pass (4)"),
         ("bucket-mb", float, "DDP bucket size in MB (25, DDP's default)"),
         ("threads", int, "torch threads per rank (1)"),
+        (
+            "check-replicas",
+            int,
+            "steps between checks that every replica of a parameter holds the same bits "
+            "(25; 0: never)",
+        ),
+        (
+            "guard-every",
+            int,
+            "steps between measurements of each codec's error, which tighten a codec over "
+            "its threshold (10; 0: never)",
+        ),
     ):
         mod.add_argument(f"--{name}", type=kind, help=what)
     dat = p.add_argument_group("data")
@@ -257,6 +271,9 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
     ):
         if values[key] < 1:
             parser.error(f"--{key.replace('_', '-')} must be at least 1")
+    for key in ("check_replicas", "guard_every"):
+        if values[key] < 0:
+            parser.error(f"--{key.replace('_', '-')} must be 0 (never) or a number of steps")
     if values["baseline"] and not any(values[k].compressed for k in CODEC_OPTIONS):
         parser.error("--baseline compares against a compressed run: add --compress or a codec")
     return argparse.Namespace(**values)

@@ -1,5 +1,9 @@
 """Data parallelism: torch DDP on the DP group, gradients through pycomm's DDP hooks.
 
+Parameters replicated across the TP group (``replicated``) are left out of DDP and averaged in
+a bucket of their own after the last backward (``replicated_grads``), so that their copies on
+the TP ranks stay bitwise identical under an error-bounded codec.
+
 A pipeline stage runs several micro-batch forwards before their backwards, so DDP must not
 reduce after the first backward. Every forward and backward runs under ``no_sync`` except the
 step's last backward, before which the reducer is armed by hand, as torch's own pipelining
@@ -15,26 +19,41 @@ from collections.abc import Iterator
 
 import torch
 import torch.distributed as dist
+from mpi4py import MPI
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import pycomm
 from pycomm.distributed.hooks import CompressHookState, mpiucc_allreduce_hook, mpiucc_compress_hook
+from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters
+from pycomm.train.replicated_grads import ReplicatedGradients
 
 
 class _TimedHookState:
-    """The hook's state, plus when DDP last handed a bucket over (to time the exposed wait)."""
+    """The hook's state, plus when DDP last handed a bucket over (to time the exposed wait)
+    and, on the guard's sampled steps, each bucket's input and result (``sampled``)."""
 
     def __init__(self, inner: CompressHookState, compress: bool) -> None:
         self.inner, self.compress = inner, compress
         self.last_bucket_at = 0.0
+        self.sampling = False
+        self.sampled: list[tuple[torch.Tensor, torch.Tensor]] = []
 
 
 def _timed_hook(state: _TimedHookState, bucket):  # noqa: ANN001, ANN202 (DDP checks annotations)
     state.last_bucket_at = time.perf_counter()
     hook = mpiucc_compress_hook if state.compress else mpiucc_allreduce_hook
-    return hook(state.inner, bucket)
+    if not (state.sampling and state.compress):
+        return hook(state.inner, bucket)
+    given = bucket.buffer().detach().clone()
+
+    def keep(fut):  # noqa: ANN001, ANN202
+        result = fut.value()
+        state.sampled.append((given, result.detach().clone()))
+        return result
+
+    return hook(state.inner, bucket).then(keep)
 
 
 class DataParallel:
@@ -48,13 +67,24 @@ class DataParallel:
         meters: Meters,
         bucket_mb: float = 25.0,
         error_feedback: bool = True,
+        replicated: list[str] | tuple[str, ...] = (),
     ) -> None:
         self.meters = meters
         self.size = group.size()
         self._state: _TimedHookState | None = None
+        self._replicated: ReplicatedGradients | None = None
+        self.guard: Guard | None = None  #: measures the codec's error on sampled steps
         if self.size == 1:
             self.module: nn.Module = stage
             return
+        self._exact_comm = group.comm.Dup()  # the guard's uncompressed reference reductions
+        if replicated:  # TP-replicated parameters: their own bucket, outside DDP
+            DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+                stage, list(replicated)
+            )
+            self._replicated = ReplicatedGradients(
+                stage, list(replicated), group.comm, error_feedback
+            )
         self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
         params = spec.options()
         inner = CompressHookState(
@@ -94,6 +124,46 @@ class DataParallel:
         meter.raw_bytes += stats.raw_bytes - before[1]
         meter.wire_bytes += stats.wire_bytes - before[2]
         meter.background_s += stats.total_seconds - before[4]
+        self._measure()
+        if self._replicated is not None:
+            sample = None if self.guard is None else self.guard.sample("dp")
+            self._replicated.reduce(self.spec, meter, sample)
+
+    @property
+    def spec(self) -> pycomm.CodecSpec:
+        """The codec of the gradients (``none`` while they go uncompressed)."""
+        if self._state is None or not self._state.compress:
+            return pycomm.CodecSpec()
+        return self._state.inner.codec
+
+    @spec.setter
+    def spec(self, spec: pycomm.CodecSpec) -> None:
+        if self._state is not None:
+            self._state.inner.codec = spec
+            self._state.compress = spec.compressed
+
+    def _measure(self) -> None:
+        """The sampled buckets' results against their exact average (the guard's)."""
+        state = self._state
+        sample = None if self.guard is None else self.guard.sample("dp")
+        if state is None or sample is None:
+            return
+        for given, result in state.sampled:
+            exact = given.double().numpy()
+            self._exact_comm.Allreduce(MPI.IN_PLACE, exact, op=MPI.SUM)
+            sample.add(result, exact / self.size)
+        state.sampled.clear()
+
+    def set_sampling(self, on: bool) -> None:
+        if self._state is not None:
+            self._state.sampling = on
+            self._state.sampled.clear()
+
+    def close(self) -> None:
+        if self._state is not None:
+            self._exact_comm.Free()
+        if self._replicated is not None:
+            self._replicated.close()
 
     @contextlib.contextmanager
     def _no_sync(self) -> Iterator[None]:

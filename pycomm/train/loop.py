@@ -21,12 +21,14 @@ from pycomm.train.config import Codecs
 from pycomm.train.data import Corpus, train_batch, validation_batches
 from pycomm.train.data_parallel import DataParallel
 from pycomm.train.groups import ParallelGroups
+from pycomm.train.guard import Guard
 from pycomm.train.meters import OPERATORS, Meters, OpMeter
 from pycomm.train.model import ModelConfig
 from pycomm.train.pipe_link import PipeLink
 from pycomm.train.pipeline import PipelineRunner
+from pycomm.train.replicas import ReplicaCheck
 from pycomm.train.stage import PipelineStage
-from pycomm.train.tensor_parallel import TensorParallel
+from pycomm.train.tensor_parallel import TensorParallel, is_tp_sharded
 
 #: Steps left out of the time totals (first-touch allocation, DDP's bucket rebuild).
 WARMUP_STEPS_UNTIMED = 1
@@ -43,10 +45,20 @@ class RankRecord:
     train_loss: list[float] = field(default_factory=list)  #: per step (every rank has it)
     val: list[tuple[int, float, float]] = field(default_factory=list)  #: (step, loss, train s)
     ops: dict[str, dict] = field(default_factory=dict)  #: OpMeter fields, timed steps only
+    replica_checks: int = 0  #: replica checks passed
+    guard: dict[str, dict] = field(default_factory=dict)  #: per stream, Guard.summary()
+    guard_events: list[str] = field(default_factory=list)  #: streams tightened
+    guard_errors: list[tuple[int, dict[str, float]]] = field(default_factory=list)
 
 
 def model_config(args: argparse.Namespace) -> ModelConfig:
     return ModelConfig(layers=args.layers, width=args.width, heads=args.heads, seq=args.seq)
+
+
+def log(text: str) -> None:
+    """A line from world rank 0 (every rank takes the same decisions)."""
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        print(text, flush=True)
 
 
 def learning_rate(args: argparse.Namespace, step: int) -> float:
@@ -80,14 +92,26 @@ class Trainer:
         self.link = (
             PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 else None
         )
+        replicated = [n for n, _ in self.stage.named_parameters() if not is_tp_sharded(n)]
         self.dp = DataParallel(
-            self.stage, groups.dp, codecs.dp, self.meters, args.bucket_mb, args.error_feedback
+            self.stage,
+            groups.dp,
+            codecs.dp,
+            self.meters,
+            args.bucket_mb,
+            args.error_feedback,
+            replicated=replicated if groups.layout.tp > 1 else (),
         )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(
             self.stage.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0
         )
         self.world = MPI.COMM_WORLD.Dup()
+        self.replicas = ReplicaCheck(self.stage, groups)
+        self.guard = Guard(self._streams(), args.guard_every, log)
+        for part in (self.tp, self.link, self.dp):
+            if part is not None:
+                part.guard = self.guard
         # The batch loss lives on the last stage; its first TP rank of each DP replica reports.
         self.reports_loss = self.stage.is_last and groups.tp_rank == 0
 
@@ -97,11 +121,30 @@ class Trainer:
             g["lr"] = learning_rate(self.args, step)
         tokens, targets = train_batch(corpus, step, self.args.batch, self.args.seq, self.args.seed)
         self.optimizer.zero_grad(set_to_none=True)
+        self.guard.begin_step(step)
+        self.dp.set_sampling(self.guard.sampling)
         loss = self.runner.run(
             micro_batches(tokens, targets, self.groups, self.args.micro_batches), train=True
         )
+        self.guard.end_step(step)
         self.optimizer.step()
+        every = self.args.check_replicas
+        if every and (step == 0 or (step + 1) % every == 0 or step == self.args.steps - 1):
+            self.replicas(step + 1)
         return loss
+
+    def _streams(self) -> dict:
+        """The compressible streams of this layout: name -> (get, set) of its CodecSpec."""
+        tp, link, dp = self.tp, self.link, self.dp
+        streams = {}
+        if tp.size > 1:
+            streams["tp_fwd"] = (lambda: tp.fwd, lambda s: setattr(tp, "fwd", s))
+            streams["tp_bwd"] = (lambda: tp.bwd, lambda s: setattr(tp, "bwd", s))
+        if link is not None:
+            streams["pp"] = (lambda: link.spec, lambda s: setattr(link, "spec", s))
+        if dp.size > 1:
+            streams["dp"] = (lambda: dp.spec, lambda s: setattr(dp, "spec", s))
+        return streams
 
     def evaluate(self, batches: list) -> float:
         """Mean validation loss over ``batches`` (every rank gets it)."""
@@ -125,6 +168,9 @@ class Trainer:
         if self.link is not None:
             self.link.close()
         self.tp.close()
+        self.dp.close()
+        self.guard.close()
+        self.replicas.close()
         self.world.Free()
 
 
@@ -167,6 +213,11 @@ class Run:
         self._collect_loss()
         self.trainer.close()
         self.record.ops = {k: asdict(v) for k, v in self.totals.items()}
+        self.record.replica_checks = self.trainer.replicas.checks
+        guard = self.trainer.guard
+        self.record.guard = guard.summary()
+        self.record.guard_events = guard.events
+        self.record.guard_errors = guard.history
         return self.record
 
     def _collect_loss(self) -> None:

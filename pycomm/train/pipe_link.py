@@ -19,10 +19,12 @@ import time
 from typing import Any
 
 import numpy as np
+import pycodecs
 import torch
 from mpi4py import MPI
 
 import pycomm
+from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters
 
 POKE_INTERVAL_S = 2e-4
@@ -43,6 +45,7 @@ class PipeLink:
         self.comm = comm.Dup()
         self.spec = spec
         self.meters = meters
+        self.guard: Guard | None = None  #: measures the codec's error on sampled steps
         self._sends: list[tuple[Any, MPI.Request, np.ndarray]] = []
         self._outstanding = 0
         self._cond = threading.Condition()
@@ -60,6 +63,9 @@ class PipeLink:
             stats = pycomm.CommStats()
             req: Any = pycomm.isend(src, dest, 2 * tag + 1, self.comm, self.spec, stats=stats)
             codec_s, wire = stats.compress_seconds, stats.wire_bytes
+            sample = None if self.guard is None else self.guard.sample("pp")
+            if sample is not None:
+                sample.add(_round_trip(src.numpy(), self.spec), src)
         else:
             req = _PlainRequest(self.comm.Isend(src.numpy(), dest, 2 * tag + 1), src)
             wire = src.nbytes
@@ -141,6 +147,14 @@ class PipeLink:
                     return
             self.comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)  # drives MPI's progress engine
             time.sleep(POKE_INTERVAL_S)
+
+
+def _round_trip(x: np.ndarray, spec: pycomm.CodecSpec) -> np.ndarray:
+    """What the receiver decodes from x (the frame pycomm.isend makes)."""
+    kw = spec.codec_kwargs()
+    if spec.codec == "ebq":
+        kw.update(error_bound=spec.error_bound, mode=spec.mode)
+    return pycodecs.decompress(pycodecs.compress(x, **kw))
 
 
 class _PlainRequest:

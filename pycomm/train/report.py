@@ -45,7 +45,32 @@ def merge(records: list[RankRecord]) -> dict:
         "timed_s": float(step_s[timed].sum()),
         "comm_s_per_step": sum(o["codec_s"] + o["comm_s"] for o in ops.values()) / timed_steps,
         "final_val": first.val[-1][1] if first.val else float("nan"),
+        "replica_checks": first.replica_checks,
+        "guard": first.guard,
+        "guard_events": first.guard_events,
+        "guard_errors": [list(e) for e in first.guard_errors],
     }
+
+
+def guard_table(run: dict) -> str:
+    """Per compressed stream: its sampled relative error per step, threshold, final codec."""
+    checks = run["replica_checks"]
+    lines = [
+        f"replica check: every replica bitwise identical ({checks} checks)"
+        if checks
+        else "replica check: off (--check-replicas 0)"
+    ]
+    rows = {k: v for k, v in run["guard"].items() if v["samples"]}
+    if rows:
+        head = f"{'stream':<22}{'samples':>8}{'mean err':>10}{'max err':>10}{'limit':>8}  codec"
+        lines += ["relative error per step (|compressed - exact| / |exact|, sampled):", head]
+        for k, g in rows.items():
+            lines.append(
+                f"{LABELS[k]:<22}{g['samples']:>8}{_err(g['mean_error']):>10}"
+                f"{_err(g['max_error']):>10}{_err(g['threshold']):>8}  {g['codec']}"
+            )
+    lines += run["guard_events"]
+    return "\n".join(lines)
 
 
 def operator_table(run: dict) -> str:
@@ -128,6 +153,7 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
     parts = [header]
     for run in runs:
         parts.append(f"\n== {run['name']} run: {run['codecs']}\n{operator_table(run)}")
+        parts.append(guard_table(run))
     cmp = None
     if len(runs) == 2:
         cmp = comparison(runs[0], runs[1])
@@ -158,6 +184,10 @@ def _wire(run: dict) -> float:
 
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _err(x: float) -> str:
+    return "-" if x != x else f"{100 * x:.2f}%"
 
 
 def _jsonable(x: object) -> object:

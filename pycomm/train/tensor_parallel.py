@@ -19,6 +19,7 @@ from mpi4py import MPI
 from torch import nn
 
 import pycomm
+from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters, OpMeter
 from pycomm.train.model import Block, ModelConfig, causal_attention
 
@@ -41,6 +42,7 @@ class TensorParallel:
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.fwd, self.bwd = fwd, bwd
         self.meters = Meters() if meters is None else meters
+        self.guard: Guard | None = None  #: measures the codecs' error on sampled steps
 
     def allreduce(self, x: torch.Tensor, direction: str) -> torch.Tensor:
         """Sum x over the TP ranks with the ``"fwd"`` or ``"bwd"`` codec (a new tensor)."""
@@ -54,6 +56,11 @@ class TensorParallel:
             stats = pycomm.CommStats()
             pycomm.allreduce(src, self.comm, spec, out=out, stats=stats)
             _add_stats(meter, stats)
+            sample = None if self.guard is None else self.guard.sample("tp_" + direction)
+            if sample is not None:
+                exact = torch.empty_like(src)
+                self.comm.Allreduce(src.numpy(), exact.numpy(), op=MPI.SUM)
+                sample.add(out, exact)
         else:
             t0 = time.perf_counter()
             self.comm.Allreduce(src.numpy(), out.numpy(), op=MPI.SUM)
@@ -176,6 +183,24 @@ class ParallelBlock(nn.Module):
             for name, p in block.named_parameters():
                 p.copy_(shards[name])
         return block
+
+
+#: A Block's parameters that are split across the TP ranks; every other parameter of a stage
+#: (LayerNorms, row-parallel biases, embeddings, head) is replicated on every TP rank.
+TP_SHARDED = (
+    "attn.qkv.weight",
+    "attn.qkv.bias",
+    "attn.proj.weight",
+    "mlp.fc.weight",
+    "mlp.fc.bias",
+    "mlp.proj.weight",
+)
+
+
+def is_tp_sharded(name: str) -> bool:
+    """Whether a Block's (``attn.qkv.weight``) or a stage's (``blocks.3.attn.qkv.weight``)
+    parameter is split across the TP ranks."""
+    return any(name == s or name.endswith("." + s) for s in TP_SHARDED)
 
 
 def check_divisible(cfg: ModelConfig, tp_size: int) -> None:

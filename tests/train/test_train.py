@@ -125,6 +125,19 @@ def test_stage_layers_cover_the_model() -> None:
         stage_layers(2, 3, 0)
 
 
+def test_tp_sharded_names_match_the_shards() -> None:
+    from pycomm.train.model import Block, ModelConfig
+    from pycomm.train.tensor_parallel import is_tp_sharded, shard_block
+
+    cfg = ModelConfig(layers=1, width=32, heads=4, seq=8)
+    full = dict(Block(cfg).named_parameters())
+    shards = shard_block(full, cfg, 0, 2)
+    for name, t in full.items():
+        assert is_tp_sharded(name) == (shards[name].shape != t.shape), name
+        assert is_tp_sharded(f"blocks.3.{name}") == is_tp_sharded(name)
+    assert not is_tp_sharded("head.out.weight") and not is_tp_sharded("embed.tokens.weight")
+
+
 # -- data --
 
 
@@ -168,6 +181,18 @@ def test_tp_allreduce_functions_use_their_codecs() -> None:
 
 def test_pipe_link_bound_bytes_and_bubble() -> None:
     assert "pipe link: passed" in run_mpi(SCRIPTS / "check_pipe_link.py", 2, timeout=90)
+
+
+@pytest.mark.parametrize("dp, tp", [(2, 2), (1, 2)])
+def test_replica_check_names_a_parameter_nudged_by_one_ulp(dp: int, tp: int) -> None:
+    assert "replica check: passed" in run_mpi(
+        SCRIPTS / "check_replicas.py", dp * tp, str(dp), str(tp), timeout=120
+    )
+
+
+def test_tp_replicated_gradients_keep_replicas_identical_under_compression() -> None:
+    out = run_mpi(SCRIPTS / "check_replicated_grads.py", 4, timeout=150)
+    assert "replicated gradients: passed" in out
 
 
 def test_short_compressed_run_stays_near_baseline(tmp_path: Path) -> None:
