@@ -68,6 +68,11 @@ class CodecSpec:
         """What the codec can do (``pycodecs.capabilities``)."""
         return CAPABILITIES.get(self.codec, NONE)
 
+    def replace(self, **changes: Any) -> CodecSpec:
+        """This spec with some options (or ``codec``) changed, checked as a new one."""
+        codec = changes.pop("codec", self.codec)
+        return CodecSpec(codec, **{**self.options(), **changes})
+
     def options(self) -> dict[str, Any]:
         return dict(self._options)
 

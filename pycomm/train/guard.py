@@ -20,7 +20,6 @@ forward streams are held to 0.5%, TP backward to 5%.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 
@@ -59,7 +58,7 @@ def tightened(spec: pycomm.CodecSpec) -> pycomm.CodecSpec:
     """The next tighter setting of a codec (the same codec where it can be)."""
     if spec.codec == "ebq" and spec.error_bound is not None:
         bound = max(SMALLEST_BOUND, spec.error_bound / TIGHTEN_FACTOR)
-        return dataclasses.replace(spec, error_bound=bound)
+        return spec.replace(error_bound=bound)
     return pycomm.CodecSpec()
 
 
