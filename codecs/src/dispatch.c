@@ -3,6 +3,16 @@
 
 #include "internal.h"
 
+#if MPIUCC_X86 && defined(__GNUC__)
+#include <cpuid.h>
+
+/* F16C through CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know it. */
+static int has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+#endif
+
 static int simd_cached = -1;
 
 static mpiucc_simd cpu_best(void) {
@@ -10,8 +20,7 @@ static mpiucc_simd cpu_best(void) {
     /* The x86/ objects are compiled with -mavx2 -mf16c -mbmi2: all three must be there (the
      * checks include the OS's support of the AVX state). */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-        __builtin_cpu_supports("bmi2"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && has_f16c())
         return MPIUCC_SIMD_AVX2;
 #endif
     return MPIUCC_SIMD_GENERIC;
