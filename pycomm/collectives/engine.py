@@ -25,8 +25,10 @@ What an engine owns:
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -288,19 +290,23 @@ class Engine:
                 self._watched = [p for p in self._watched if p not in finished]
         return bool(finished)
 
-    def close(self) -> None:
-        """Let queued collectives finish, stop the thread, free the duplicate."""
+    def stop_threads(self, timeout: float | None = None) -> None:
+        """Let queued collectives finish, then stop the engine's threads."""
         with self._cv:
             thread = self._thread
             if thread is not None:
                 self._queue.append(None)
                 self._cv.notify()
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            thread.join(timeout)
         self._thread = None
         if self._wire is not None:
-            self._wire.shutdown()
+            self._wire.shutdown(wait=timeout is None)
             self._wire = None
+
+    def close(self) -> None:
+        """Stop the threads, free the duplicate (the communicator's delete callback)."""
+        self.stop_threads()
         own, self._comm = self._comm, None
         if own is not None and not self._owned and self.broken is None:
             own.Free()
@@ -321,6 +327,17 @@ def _completer(future: Future) -> Callable[[Any, BaseException | None], None]:
 
 _keyval: int | None = None
 _keyval_lock = threading.Lock()
+
+
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    # Registered after mpi4py's import, so it runs before MPI_Finalize: no engine thread is
+    # left running (or holding torch objects) while MPI and the interpreter shut down.
+    for engine in list(_engines):
+        engine.stop_threads(timeout=5.0)
 
 
 def _delete(comm: MPI.Comm, keyval: int, engine: Engine) -> None:
@@ -353,4 +370,5 @@ def engine_of(comm: MPI.Comm | None, owned: bool = False) -> Engine:
             if engine is None:
                 engine = Engine(comm, owned)
                 comm.Set_attr(key, engine)
+                _engines.add(engine)
     return engine
