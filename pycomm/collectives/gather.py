@@ -28,14 +28,13 @@ def allgather(
     row's bound is relative to that rank's own range.
     """
     eng = engine_of(comm)
-    return eng.run(lambda c: _allgather(eng, c, x, codec, out, params), "allgather")
+    return eng.run(lambda c: _allgather(eng, c, x, codec, out=out, **params), "allgather")
 
 
 def iallgather(x: object, comm: MPI.Comm | None = None, codec="none", **kwargs) -> Request:
-    """Non-blocking allgather on the communicator's engine thread."""
+    """Non-blocking allgather (keywords as ``allgather``) on the engine thread."""
     eng = engine_of(comm)
-    out = kwargs.pop("out", None)
-    return eng.submit(lambda c: _allgather(eng, c, x, codec, out, kwargs))
+    return eng.submit(lambda c: _allgather(eng, c, x, codec, **kwargs))
 
 
 def bcast(
@@ -50,16 +49,18 @@ def bcast(
     Root's x is overwritten by the decoded frame too, so every rank holds the same bits.
     """
     eng = engine_of(comm)
-    return eng.run(lambda c: _bcast(eng, c, x, root, codec, params), "bcast")
+    return eng.run(lambda c: _bcast(eng, c, x, root, codec, **params), "bcast")
 
 
 def ibcast(x: object, root: int = 0, comm: MPI.Comm | None = None, codec="none", **kw) -> Request:
     """Non-blocking broadcast on the communicator's engine thread."""
     eng = engine_of(comm)
-    return eng.submit(lambda c: _bcast(eng, c, x, root, codec, kw))
+    return eng.submit(lambda c: _bcast(eng, c, x, root, codec, **kw))
 
 
-def _allgather(eng: Engine, comm: MPI.Comm, x, codec, out, params) -> np.ndarray:
+def _allgather(
+    eng: Engine, comm: MPI.Comm, x: object, codec, *, out: object | None = None, **params: object
+) -> np.ndarray:
     size = comm.Get_size()
     try:
         spec = make_spec(codec, **params)
@@ -81,7 +82,9 @@ def _allgather(eng: Engine, comm: MPI.Comm, x, codec, out, params) -> np.ndarray
     return res
 
 
-def _bcast(eng: Engine, comm: MPI.Comm, x, root, codec, params) -> np.ndarray:
+def _bcast(
+    eng: Engine, comm: MPI.Comm, x: object, root: int, codec, **params: object
+) -> np.ndarray:
     try:
         spec = make_spec(codec, **params)
         a = as_array(x, writable=True)

@@ -65,25 +65,33 @@ def allreduce(
     and keeps in residual what its compression lost. ``stats`` (a CommStats) is added to.
     """
     eng = engine_of(comm)
-    args = (x, codec, op, out, algorithm, segment, residual, stats, params)
-    return eng.run(lambda c: _allreduce(eng, c, *args), "allreduce")
+    kw = dict(op=op, out=out, algorithm=algorithm, segment=segment, residual=residual, stats=stats)
+    return eng.run(lambda c: _allreduce(eng, c, x, codec, **kw, **params), "allreduce")
 
 
 def iallreduce(
     x: object, comm: MPI.Comm | None = None, codec: str | CodecSpec | None = "none", **kwargs
 ) -> Request:
-    """Non-blocking allreduce: runs on the communicator's engine thread, in call order."""
+    """Non-blocking allreduce (keywords as ``allreduce``): runs on the communicator's engine
+    thread, in call order."""
     eng = engine_of(comm)
-    op, out = kwargs.pop("op", "sum"), kwargs.pop("out", None)
-    algorithm, segment = kwargs.pop("algorithm", "auto"), kwargs.pop("segment", SEGMENT_COUNT)
-    residual, stats = kwargs.pop("residual", None), kwargs.pop("stats", None)
-    args = (x, codec, op, out, algorithm, segment, residual, stats, kwargs)
-    return eng.submit(lambda c: _allreduce(eng, c, *args))
+    return eng.submit(lambda c: _allreduce(eng, c, x, codec, **kwargs))
 
 
 def _allreduce(
-    eng: Engine, comm: MPI.Comm, x, codec, op, out, algorithm, segment, residual, stats, params
-):
+    eng: Engine,
+    comm: MPI.Comm,
+    x: object,
+    codec: str | CodecSpec | None,
+    *,
+    op: str = "sum",
+    out: object | None = None,
+    algorithm: str = "auto",
+    segment: int = SEGMENT_COUNT,
+    residual: object | None = None,
+    stats: CommStats | None = None,
+    **params: object,
+) -> np.ndarray:
     t0 = time.perf_counter()
     try:
         spec = make_spec(codec, **params)
@@ -126,7 +134,7 @@ def _algorithm(eng, comm, spec: CodecSpec, algorithm: str, count: int, ef: bool,
     exact, size = spec.caps.exact_sum, comm.Get_size()
     if algorithm == "auto":
         big = count >= RING_MIN_COUNT * size and (size > 2 or exact)
-        algorithm = "ring" if big and (exact or not ef) else "allgather"
+        algorithm = "ring" if big else "allgather"
     if algorithm == "ring" and ef and not exact:
         algorithm = "allgather"  # a quantizer's ring compresses again: no residual to keep
     return (Ring if algorithm == "ring" else Gathered)(eng, comm, kw, exact)
@@ -165,19 +173,28 @@ def reduce_scatter(
     The bound of ``allreduce`` holds for each block. Returns ``out`` or a new array of m.
     """
     eng = engine_of(comm)
-    return eng.run(lambda c: _reduce_scatter(eng, c, x, codec, op, out, params), "reduce_scatter")
+    job = lambda c: _reduce_scatter(eng, c, x, codec, op=op, out=out, **params)  # noqa: E731
+    return eng.run(job, "reduce_scatter")
 
 
 def ireduce_scatter(
     x: object, comm: MPI.Comm | None = None, codec: str | CodecSpec | None = "none", **kwargs
 ) -> Request:
-    """Non-blocking reduce_scatter on the communicator's engine thread."""
+    """Non-blocking reduce_scatter (keywords as ``reduce_scatter``) on the engine thread."""
     eng = engine_of(comm)
-    op, out = kwargs.pop("op", "sum"), kwargs.pop("out", None)
-    return eng.submit(lambda c: _reduce_scatter(eng, c, x, codec, op, out, kwargs))
+    return eng.submit(lambda c: _reduce_scatter(eng, c, x, codec, **kwargs))
 
 
-def _reduce_scatter(eng: Engine, comm: MPI.Comm, x, codec, op, out, params) -> np.ndarray:
+def _reduce_scatter(
+    eng: Engine,
+    comm: MPI.Comm,
+    x: object,
+    codec: str | CodecSpec | None,
+    *,
+    op: str = "sum",
+    out: object | None = None,
+    **params: object,
+) -> np.ndarray:
     size, rank = comm.Get_size(), comm.Get_rank()
     try:
         spec = make_spec(codec, **params)

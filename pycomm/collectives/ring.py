@@ -40,15 +40,14 @@ class Ring:
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
 
     def first(self, part: np.ndarray, residual: np.ndarray | None) -> list:
-        """The frames this rank makes before the ring starts (step 1)."""
+        """The frames this rank makes before the ring starts (step 1); a residual only with
+        an exact-sum codec (a quantizer's ring compresses again: nothing to keep)."""
         bounds = chunk_bounds(part.size, self.size)
         if self.exact:
             res = [None if residual is None else residual[lo:hi] for lo, hi in bounds]
             return [
                 compress(part[lo:hi], self.kw, r) for (lo, hi), r in zip(bounds, res, strict=True)
             ]
-        if residual is not None:
-            raise ValueError("error feedback with a quantizer needs the allgather algorithm")
         frames: list = [None] * self.size
         lo, hi = bounds[self.rank]
         frames[self.rank] = compress(part[lo:hi], self.kw)
