@@ -110,11 +110,16 @@ class Engine:
         try:
             done = poll(tester(reqs, status), deadline)
         except MPI.Exception as exc:
-            if exc.Get_error_class() != MPI.ERR_TRUNCATE:  # a failure, a dead peer: not a size
-                self.broken = self.broken or f"an earlier {what} failed in MPI: {exc}"
+            self.failed_in_mpi(what, exc)
             raise
         if not done:
             raise self.timed_out(what, deadline)
+
+    def failed_in_mpi(self, what: str, exc: MPI.Exception) -> None:
+        """MPI raised while driving ``what``: a failure (a dead peer) breaks the communicator;
+        a message longer than its receive buffer (truncated) does not."""
+        if exc.Get_error_class() != MPI.ERR_TRUNCATE:
+            self.broken = self.broken or f"an earlier {what} failed in MPI: {exc}"
 
     def probe(self, comm: MPI.Comm, source: int, tag: int, status: MPI.Status, what: str):
         """A matched probe (``Mprobe``) that gives up at the deadline like ``wait``."""

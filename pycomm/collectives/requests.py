@@ -81,7 +81,7 @@ class Posted:
         try:
             if self.future.done():
                 return True
-            if self._test():
+            if self._tested():
                 self._complete()
             elif time.monotonic() > self._deadline:
                 self._fail(self.engine.timed_out(self.what, self._deadline))
@@ -97,12 +97,24 @@ class Posted:
             if self.future.done():
                 return
             deadline = self._deadline if timeout is None else time.monotonic() + timeout
-            if poll(self._test, deadline):
+            if poll(self._tested, deadline):
                 self._complete()
             elif timeout is None or give_up:
                 self._fail(self.engine.timed_out(self.what, deadline))
 
+    def _tested(self) -> bool:
+        """MPI's Test; an MPI error completes the operation with that error (kept), as the
+        engine's wait treats it, instead of escaping to whoever happened to test."""
+        try:
+            return self._test()
+        except MPI.Exception as exc:
+            self.engine.failed_in_mpi(self.what, exc)
+            self.future.set_exception(exc)
+            return True
+
     def _complete(self) -> None:
+        if self.future.done():  # failed in MPI's Test
+            return
         self._keep = None
         try:
             result = self._finish()
