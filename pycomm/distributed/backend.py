@@ -92,28 +92,17 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         timeout = timeout_seconds(opts.timeout, self._timeout_s)
         engine = self._engine
         job = functools.partial(self._execute, start, timeout, what, args)
-        if not opts.asyncOp:
-            if engine.try_begin():
-                try:
-                    job(self._comm)
-                finally:
-                    engine.exec_lock.release()
-                return DoneWork(result)
-            if engine.on_thread():
-                # A future's callback runs on the engine's thread: waiting there for
-                # collectives queued behind it would never end.
-                raise RuntimeError(
-                    f"mpiucc: blocking {what} from a callback on the group's communication "
-                    "thread while collectives are queued; use async_op=True there"
-                )
+        if not opts.asyncOp:  # inline when the group is idle, else behind the queued ones
+            engine.run(job, what)
+            return DoneWork(result)
         work = MpiWork(result, what, timeout)
         engine.enqueue(job, work._finish)
         return work
 
     def _execute(self, start: Any, timeout: float, what: str, args: tuple, comm: Any) -> None:
+        """One collective, run by the engine (which refuses it once the group is broken)."""
         engine = self._engine
         deadline = _monotonic() + timeout
-        engine.check_usable()
         if self._checked:
             engine.agree(what, checks.digest(what, *args))
         reqs, finish, keep = start()
