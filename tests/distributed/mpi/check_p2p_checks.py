@@ -18,11 +18,11 @@ assert SIZE == 2
 PEER = 1 - RANK
 
 
-def expect_mismatch(what: str, call) -> None:
+def expect_mismatch(what: str, says: str, call) -> None:
     try:
         call()
     except RuntimeError as exc:
-        assert "disagree" in str(exc) or "not" in str(exc), f"{what}: {exc}"
+        assert says in str(exc), f"{what}: {exc}"
     else:
         raise AssertionError(f"{what} was taken")
 
@@ -33,9 +33,15 @@ if RANK == 0:
     dist.send(torch.arange(4, dtype=torch.float32), dst=PEER, tag=3)
 else:
     short = torch.full((10,), -1.0)
-    expect_mismatch("5 floats into 10", lambda: dist.recv(short, src=PEER, tag=1))
+    expect_mismatch(
+        "5 floats into 10", "disagree on the size", lambda: dist.recv(short, src=PEER, tag=1)
+    )
     foreign = torch.empty(12, dtype=torch.float32)
-    expect_mismatch("6 doubles into 12 floats", lambda: dist.recv(foreign, src=PEER, tag=2))
+    expect_mismatch(
+        "6 doubles into 12 floats",
+        "tensor is not torch.float32",
+        lambda: dist.recv(foreign, src=PEER, tag=2),
+    )
     good = torch.empty(4)
     dist.recv(good, src=PEER, tag=3)
     assert torch.equal(good, torch.arange(4, dtype=torch.float32))
