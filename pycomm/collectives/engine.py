@@ -49,6 +49,10 @@ from pycomm.collectives.waits import (
     tester,
 )
 
+#: Maxima every agreement carries (ebq's max and -min; zeros for the rest): one fixed length,
+#: so that a rank with invalid arguments (``agree_failed``) sends the same vector shape.
+AGREED_MAXIMA = 2
+
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]
 
@@ -147,13 +151,17 @@ class Engine:
         )
 
     # -- the agreement --
-    def agree(self, what: str, settings: int, maxima: Sequence[float] = (0.0, 0.0)) -> np.ndarray:
+    def agree(
+        self, what: str, settings: int, maxima: Sequence[float] = (0.0,) * AGREED_MAXIMA
+    ) -> np.ndarray:
         """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX.
 
         Every rank must call ``agree`` or ``agree_failed`` at the same point: one 40-byte
         allreduce, whatever the codec. Raises on every rank when any rank's arguments were
         invalid or the digests differ.
         """
+        if len(maxima) != AGREED_MAXIMA:  # every rank's vector has one length, valid or not
+            raise ValueError(f"the agreement carries {AGREED_MAXIMA} maxima, not {len(maxima)}")
         v = np.array([settings, -settings, 0.0, *maxima], dtype=np.float64)
         self._reduce_max(v, what)
         if v[2]:
@@ -168,9 +176,9 @@ class Engine:
             )
         return v[3:]
 
-    def agree_failed(self, what: str, error: BaseException, maxima: int = 2) -> None:
+    def agree_failed(self, what: str, error: BaseException) -> None:
         """This rank's arguments are invalid: tell the others in the agreement, raise error."""
-        v = np.zeros(3 + maxima)
+        v = np.zeros(3 + AGREED_MAXIMA)
         v[2] = 1.0
         self._reduce_max(v, what)
         raise error
