@@ -83,7 +83,9 @@ size_t mpiucc_dtype_size(mpiucc_dtype dtype);
 /* ebq: how error_bound is read. */
 typedef enum {
     MPIUCC_MODE_ABS = 0, /* |x - y| <= error_bound for every element */
-    MPIUCC_MODE_REL = 1  /* |x - y| <= error_bound * (max - min) over the finite values */
+    MPIUCC_MODE_REL = 1, /* |x - y| <= error_bound * (max - min) over the finite values */
+    MPIUCC_MODE_RMS = 2  /* |x - y| <= error_bound * sqrt(mean(x^2)) over the finite values,
+                            so that ||x - y||_2 <= error_bound * ||x||_2 when all are finite */
 } mpiucc_mode;
 
 /* ebq: speed against size; one frame format for both. */

@@ -13,7 +13,7 @@ from pycodecs import _ext
 CODECS = ("raw", "ebq", "fp16", "bf16", "int8", "int4", "sign", "qsgd", "topk")
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
-MODES = ("abs", "rel")
+MODES = ("abs", "rel", "rms")
 LEVELS = ("fast", "dense")
 PREDICTORS = ("none", "delta")
 ROUNDINGS = ("nearest", "stochastic")

@@ -54,7 +54,7 @@ def compress(
 ) -> bytearray | memoryview:
     """Compress x into one frame.
 
-    error_bound, mode ("abs"|"rel"), level ("fast"|"dense") and predictor ("none"|"delta")
+    error_bound, mode ("abs"|"rel"|"rms"), level ("fast"|"dense") and predictor ("none"|"delta")
     are for ebq; block_size (0: 256), levels (qsgd: s, 0: 16; topk: k per block, 0: one
     sixteenth of the block), rounding ("nearest"|"stochastic"; None: stochastic for qsgd,
     nearest otherwise) and seed for the quantizers; checksum adds a payload

@@ -113,7 +113,7 @@ static mpiucc_status ebq_check_params(const mpiucc_params *p) {
     if (p->dtype != MPIUCC_DTYPE_F32 && p->dtype != MPIUCC_DTYPE_F64)
         return MPIUCC_ERR_UNSUPPORTED;
     if (!(p->error_bound > 0) || !(p->error_bound <= DBL_MAX)) return MPIUCC_ERR_ARG;
-    if (p->mode > MPIUCC_MODE_REL || p->predictor > MPIUCC_PREDICTOR_DELTA ||
+    if (p->mode > MPIUCC_MODE_RMS || p->predictor > MPIUCC_PREDICTOR_DELTA ||
         p->level > MPIUCC_LEVEL_DENSE || (p->block_size && p->block_size != EBQ_BLOCK) ||
         p->levels || p->rounding != MPIUCC_ROUND_NEAREST)
         return MPIUCC_ERR_ARG;
@@ -129,15 +129,44 @@ static void grid_finish(ebq_grid *g) {
     g->tol_f = td > FLT_MAX ? FLT_MAX : td < FLT_MIN ? 0.0f : (float)td;
 }
 
+/* sqrt(mean(v^2)) over the finite v = src (+ residual), whose largest magnitude is top > 0:
+ * summed as (v / top)^2 in double, in index order, so nothing overflows or underflows. */
+static double finite_rms(mpiucc_dtype t, const void *src, const void *residual, size_t n,
+                         double top) {
+    double sum = 0.0;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v;
+        if (t == MPIUCC_DTYPE_F32) {
+            float f = ((const float *)src)[i];
+            if (residual) f += ((const float *)residual)[i];
+            v = f;
+        } else {
+            v = ((const double *)src)[i];
+            if (residual) v += ((const double *)residual)[i];
+        }
+        if (!(fabs(v) <= DBL_MAX)) continue;
+        v /= top;
+        sum += v * v;
+        count++;
+    }
+    return top * sqrt(sum / (double)count);
+}
+
 void ebq_make_grid(const mpiucc_params *p, const void *src, const void *residual, size_t n,
                    ebq_grid *g) {
     g->dtype = (mpiucc_dtype)p->dtype;
     g->delta = p->predictor == MPIUCC_PREDICTOR_DELTA;
     double eb = p->error_bound;
-    if (p->mode == MPIUCC_MODE_REL) {
+    if (p->mode != MPIUCC_MODE_ABS) {
         double mn = 0, mx = 0;
         int any = n ? ebq_kernels_now()->minmax(g->dtype, src, residual, n, &mn, &mx) : 0;
-        eb *= any ? mx - mn : 0.0;
+        if (p->mode == MPIUCC_MODE_REL)
+            eb *= any ? mx - mn : 0.0;
+        else {
+            double top = fmax(fabs(mn), fabs(mx));
+            eb *= top > 0 ? finite_rms(g->dtype, src, residual, n, top) : 0.0;
+        }
         if (!(eb > 0)) { /* constant data, nothing finite, or an underflow: exact values only */
             g->eb = 0.0;
             g->step = fabs(mn) > 0 ? fabs(mn) : 1.0;

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from pycomm.collectives.buffers import finite_min_max
+from pycomm.collectives.buffers import finite_min_max, finite_rms
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.spec import CodecSpec
 
@@ -52,7 +52,8 @@ def agreed_kwargs(
 
     For bounded exact-sum codecs (ebq) the per-rank bound comes from the error budget, so that
     the reduced result keeps the user's bound (``mode="rel"``: relative to the range of all
-    ranks' finite inputs, agreed in the same allreduce); None also when the dtype cannot meet
+    ranks' finite inputs; ``mode="rms"``: relative to the largest root-mean-square of a rank's
+    finite inputs; either agreed in the same allreduce); None also when the dtype cannot meet
     that bound at this magnitude.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
@@ -61,9 +62,15 @@ def agreed_kwargs(
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
     lo, hi = finite_min_max(a)
-    hi, neg_lo = eng.agree(label, sig, (hi, -lo))
-    bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
-    e = rank_bound(bound, comm.Get_size(), max(abs(hi), abs(neg_lo)), op == "mean", a.dtype)
+    if spec.mode == "rms":
+        top = max(hi, -lo)
+        top, rms = eng.agree(label, sig, (top, finite_rms(a, top)))
+        bound = spec.error_bound * rms
+    else:
+        hi, neg_lo = eng.agree(label, sig, (hi, -lo))
+        top = max(abs(hi), abs(neg_lo))
+        bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
+    e = rank_bound(bound, comm.Get_size(), top, op == "mean", a.dtype)
     if e is None or a.size == 0:
         return None
     return spec.codec_kwargs(error_bound=e, mode="abs")

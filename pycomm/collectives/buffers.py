@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 REDUCIBLE = (np.dtype(np.float32), np.dtype(np.float64))
@@ -58,6 +60,26 @@ def finite_min_max(a: np.ndarray) -> tuple[float, float]:
         return lo, hi
     finite = a[np.isfinite(a)]
     return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+
+
+#: Elements per float64 slice when summing squares (a bounded scratch, BLAS speed).
+RMS_CHUNK = 1 << 16
+
+
+def finite_rms(a: np.ndarray, top: float) -> float:
+    """sqrt(mean(a^2)) in float64 over the finite values of a, whose largest magnitude is
+    top; 0 if there are none."""
+    flat = a.reshape(-1)
+    if flat.size == 0 or top == 0:
+        return 0.0
+    sum2 = 0.0
+    for i in range(0, flat.size, RMS_CHUNK):
+        part = flat[i : i + RMS_CHUNK].astype(np.float64)
+        sum2 += float(np.dot(part, part))
+    if np.isfinite(sum2):
+        return math.sqrt(sum2 / flat.size)
+    finite = flat[np.isfinite(flat)].astype(np.float64) / top  # NaN/Inf, or an overflow
+    return top * math.sqrt(float(np.dot(finite, finite)) / max(finite.size, 1))
 
 
 OPS = ("sum", "mean")

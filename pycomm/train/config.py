@@ -32,18 +32,17 @@ PRESETS: dict[str, dict[str, object]] = {
 }
 # fmt: on
 
-#: What --compress turns on where a codec is not given. Measured (final validation loss against
-#: the uncompressed run, same seed and data): on the demo model (TP 2 x PP 2, 150 steps) ebq
-#: rel 1e-3 everywhere -0.1%, 1e-2 +0.3%, 3e-2 +5%; forward activations carry their error into
-#: the loss, so TP forward and PP keep 3e-3 (+0.06% with TP backward at 1e-2, +0.06% for PP
-#: alone on bench-dp). DP gradients on bench-dp (DP 2 x PP 2, batch 8, 60 steps, error feedback
-#: on, 1 MB buckets): 1e-3 +0.9%, 3e-3 +3.2%, 1e-2 +4.1% (error feedback off: -0.1%, -1.0%,
-#: +3.8%); 1e-3 with 25 MB buckets -0.4% (bench/train_bench.py, BENCHMARKS.md).
+#: What --compress turns on where a codec is not given: ebq with a bound relative to the
+#: root-mean-square of what is sent (``rms``), so that each stream's relative error per step,
+#: |compressed - exact| / |exact|, stays below the bound whatever the layout, model or data,
+#: and the bound equals the accuracy guard's threshold for that stream (guard.THRESHOLDS).
+#: Range-relative bounds (``rel``) meant 0.1-7% per step depending on how heavy the tails of
+#: a bucket were, so one preset could not hold every layout (issue 19, BENCHMARKS.md).
 COMPRESS_PRESET = {
-    "tp_codec_fwd": "ebq:rel:3e-3",
-    "tp_codec_bwd": "ebq:rel:1e-2",
-    "pp_codec": "ebq:rel:3e-3",
-    "dp_codec": "ebq:rel:1e-3",
+    "tp_codec_fwd": "ebq:rms:5e-3",
+    "tp_codec_bwd": "ebq:rms:5e-2",
+    "pp_codec": "ebq:rms:5e-3",
+    "dp_codec": "ebq:rms:1e-2",
 }
 CODEC_OPTIONS = tuple(COMPRESS_PRESET)
 

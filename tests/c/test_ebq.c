@@ -178,7 +178,17 @@ static double rel_bound(const mpiucc_params *p, const void *x, size_t n, int f64
             hi = v > hi ? v : hi;
         }
     }
-    double eb = lo <= hi ? p->error_bound * (hi - lo) : 0;
+    double eb = 0, top = fmax(fabs(lo), fabs(hi));
+    if (lo <= hi && p->mode == MPIUCC_MODE_REL) eb = p->error_bound * (hi - lo);
+    if (lo <= hi && p->mode == MPIUCC_MODE_RMS && top > 0) { /* mean of (v/top)^2, in order */
+        double sum = 0;
+        size_t count = 0;
+        for (size_t i = 0; i < n; i++) {
+            double v = get(x, f64, i) / top;
+            if (isfinite(v)) sum += v * v, count++;
+        }
+        eb = p->error_bound * (top * sqrt(sum / (double)count));
+    }
     return eb > 0 ? (eb < 0x1p1022 ? eb : 0x1p1022) : 0;
 }
 
@@ -291,7 +301,8 @@ static void test_roundtrips(void) {
     static const struct { uint32_t mode; double eb; } grids[] = {
         {MPIUCC_MODE_ABS, 1e-3}, {MPIUCC_MODE_ABS, 1.0}, {MPIUCC_MODE_ABS, 1e-7},
         {MPIUCC_MODE_ABS, 1e-30}, {MPIUCC_MODE_ABS, 3e-310}, {MPIUCC_MODE_ABS, 1e300},
-        {MPIUCC_MODE_REL, 1e-4}, {MPIUCC_MODE_REL, 1e-2}, {MPIUCC_MODE_REL, 0.5}};
+        {MPIUCC_MODE_REL, 1e-4}, {MPIUCC_MODE_REL, 1e-2}, {MPIUCC_MODE_REL, 0.5},
+        {MPIUCC_MODE_RMS, 1e-3}, {MPIUCC_MODE_RMS, 0.5}};
     int levels = dense_built() ? 2 : 1;
     float *x = malloc(MAXN * sizeof(double));
     for (int f64 = 0; f64 < 2; f64++)
@@ -363,7 +374,7 @@ static void test_params(void) {
     p.predictor = 2;
     CHECK_ST(mpiucc_compress(&p, x, 4, buf, sizeof buf, &s), MPIUCC_ERR_ARG);
     p.predictor = 0;
-    p.mode = 2;
+    p.mode = MPIUCC_MODE_RMS + 1;
     CHECK_ST(mpiucc_compress(&p, x, 4, buf, sizeof buf, &s), MPIUCC_ERR_ARG);
     p.mode = 0;
     p.level = 2;

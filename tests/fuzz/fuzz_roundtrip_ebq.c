@@ -19,8 +19,8 @@ static double get(const void *x, int f64, size_t i) {
     return f64 ? ((const double *)x)[i] : (double)((const float *)x)[i];
 }
 
-/* The bound the header must carry (FORMAT.md: REL resolved over the finite values in f64,
- * lowered to 2^1022; 0 when REL gives no positive bound). */
+/* The bound the header must carry (FORMAT.md: REL or RMS resolved over the finite values in
+ * f64, lowered to 2^1022; 0 when they give no positive bound). */
 static double expected_bound(const mpiucc_params *p, const void *x, size_t n, int f64) {
     double eb = p->error_bound;
     if (p->mode == MPIUCC_MODE_REL) {
@@ -33,6 +33,17 @@ static double expected_bound(const mpiucc_params *p, const void *x, size_t n, in
             }
         }
         eb = lo <= hi ? eb * (hi - lo) : 0.0;
+        if (!(eb > 0)) return 0.0;
+    } else if (p->mode == MPIUCC_MODE_RMS) {
+        double top = 0, sum = 0;
+        size_t count = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(get(x, f64, i))) top = fmax(top, fabs(get(x, f64, i)));
+        for (size_t i = 0; i < n && top > 0; i++) {
+            double v = get(x, f64, i) / top; /* mean of (v/top)^2 in index order, as FORMAT.md */
+            if (isfinite(v)) sum += v * v, count++;
+        }
+        eb = top > 0 ? eb * (top * sqrt(sum / (double)count)) : 0.0;
         if (!(eb > 0)) return 0.0;
     }
     return eb < 0x1p1022 ? eb : 0x1p1022;
@@ -113,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int f64 = opt & 1;
     mpiucc_params p = MPIUCC_PARAMS_INIT;
     p.dtype = f64 ? MPIUCC_DTYPE_F64 : MPIUCC_DTYPE_F32;
-    p.mode = (opt >> 1) & 1;
+    p.mode = (opt >> 5) & 1 ? MPIUCC_MODE_RMS : (opt >> 1) & 1;
     p.level = (opt >> 2) & 1;
     p.predictor = (opt >> 3) & 1;
     p.flags = (opt >> 4) & 1;

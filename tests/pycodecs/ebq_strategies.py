@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-MODES = ("abs", "rel")
+MODES = ("abs", "rel", "rms")
 LEVELS = ("fast", "dense")
 PREDICTORS = ("none", "delta")
 SIZES = st.integers(0, 300) | st.sampled_from([1, 2, 31, 32, 33, 63, 65, 255, 257, 1000])
@@ -66,15 +66,16 @@ def adversarial(draw, dtype: str) -> np.ndarray:
 
 @st.composite
 def error_bounds(draw, dtype: str, mode: str) -> float:
-    if mode == "rel":
+    if mode != "abs":
         return 10.0 ** draw(st.floats(-9, 1))
     top = 300 if dtype == "float64" else 38
     return draw(st.sampled_from([1.0, 1.5, 3.7])) * 10.0 ** draw(st.integers(-top, top))
 
 
 def requested_bound(x: np.ndarray, mode: str, error_bound: float) -> float:
-    """The absolute bound the contract promises: error_bound, or error_bound * (max - min)
-    over the finite values (f64)."""
+    """The absolute bound the contract promises: error_bound, or error_bound * (max - min), or
+    error_bound * sqrt(mean(x^2)), over the finite values (f64; the mean of squares up to
+    its summation order's rounding)."""
     if mode == "abs":
         return error_bound
     v = x.astype(np.float64)
@@ -82,7 +83,11 @@ def requested_bound(x: np.ndarray, mode: str, error_bound: float) -> float:
     if v.size == 0:
         return 0.0
     with np.errstate(over="ignore"):
-        return error_bound * (v.max() - v.min())
+        if mode == "rel":
+            return error_bound * (v.max() - v.min())
+        top = np.abs(v).max()
+        rms = top * np.sqrt(np.mean((v / top) ** 2)) if top else 0.0
+        return error_bound * rms * (1 + 1e-12)
 
 
 def check_contract(x: np.ndarray, y: np.ndarray, mode: str, error_bound: float, header):

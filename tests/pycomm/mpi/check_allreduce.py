@@ -37,7 +37,10 @@ def check_ebq(n, dtype, op, mode, bound, kind, algorithm) -> None:
     exact = allx.sum(0) / (SIZE if op == "mean" else 1)
     finite = allx[np.isfinite(allx)]
     span = float(finite.max() - finite.min()) if finite.size else 0.0
-    limit = bound * span if mode == "rel" else bound
+    rms = max(
+        (np.sqrt(np.mean(r[np.isfinite(r)] ** 2)) if np.isfinite(r).any() else 0.0) for r in allx
+    )
+    limit = {"abs": bound, "rel": bound * span, "rms": bound * rms * (1 + 1e-9)}[mode]
     rounding = np.abs(exact) * np.finfo(dtype).eps  # the dtype's own rounding floor
     err = np.abs(y.astype(np.float64) - exact)
     assert np.all(err <= np.maximum(limit, rounding)), f"{label}: bound exceeded, max {err.max()}"
@@ -120,7 +123,7 @@ def main() -> None:
             for op in ("sum", "mean"):
                 check_ebq(n, dtype, op, "abs", 1e-3, "normal", "auto")
     for kind in ("heavy", "constant", "huge", "special"):
-        for mode, bound in (("abs", 1e-4), ("rel", 1e-4)):
+        for mode, bound in (("abs", 1e-4), ("rel", 1e-4), ("rms", 1e-3)):
             for algorithm in ("ring", "allgather"):
                 check_ebq(40_001, np.float32, "sum", mode, bound, kind, algorithm)
     for codec in ("none", *QUANTIZERS):
