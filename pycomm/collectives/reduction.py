@@ -59,8 +59,8 @@ def allreduce(
     ``error_bound * (max - min)`` over the finite inputs of all ranks, with ``mode="rms"``
     ``error_bound`` times the largest root-mean-square of a rank's finite inputs. Where the
     dtype cannot hold the result that closely, the data go uncompressed, summed in float64 and
-    rounded once (see ``bound``). Quantizing codecs promise no bound; their frames are decoded and summed in
-    one fixed order. Returns ``out`` (or a new flat array) as a numpy view.
+    rounded once (see ``bound``). Quantizing codecs promise no bound; their frames are decoded
+    and summed in one fixed order. Returns ``out`` (or a new flat array) as a numpy view.
 
     ``residual`` (x's size and dtype) turns on error feedback: this rank sends x + residual
     and keeps in residual what its compression lost. ``stats`` (a CommStats) is added to.
