@@ -110,7 +110,7 @@ def phases(args) -> None:
     reps = 3
     frames = []
     ring = Ring(eng, eng.comm, e_kw, exact=True)
-    t_comp = timed(lambda: frames.append(ring.first(x, None)), reps)
+    t_comp = timed(lambda: frames.append(ring.first(x.size, host_framer(x, None, e_kw))), reps)
     got = []
     t_wire = timed(lambda: got.append(ring.exchange(list(frames[-1]), x)), reps)
     t_dec = timed(lambda: ring.decode(got[-1], y), reps)

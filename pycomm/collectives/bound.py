@@ -15,6 +15,8 @@ within the user's bound E, or returns None when the dtype cannot meet E at this 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from mpi4py import MPI
 
@@ -46,21 +48,29 @@ def rank_bound(
 
 
 def agreed_kwargs(
-    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, op: str, what: str, *extra: object
+    eng: Engine,
+    comm: MPI.Comm,
+    a: np.ndarray,
+    spec: CodecSpec,
+    op: str,
+    what: str,
+    *extra: object,
+    min_max: Callable[[], tuple[float, float]] | None = None,
 ) -> dict | None:
     """Agree on the settings across ranks; the pycodecs keywords, or None to go uncompressed.
 
     For bounded exact-sum codecs (ebq) the per-rank bound comes from the error budget, so that
     the reduced result keeps the user's bound (``mode="rel"``: relative to the range of all
     ranks' finite inputs, agreed in the same allreduce); None also when the dtype cannot meet
-    that bound at this magnitude.
+    that bound at this magnitude. ``min_max`` gives a's finite minimum and maximum when a's
+    values live elsewhere (default: ``finite_min_max(a)``).
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} {spec.codec} {a.dtype} x{a.size} {op}"
     if not (spec.caps.exact_sum and spec.caps.bounded):
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
-    lo, hi = finite_min_max(a)
+    lo, hi = finite_min_max(a) if min_max is None else min_max()
     hi, neg_lo = eng.agree(label, sig, (hi, -lo))
     bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
     e = rank_bound(bound, comm.Get_size(), max(abs(hi), abs(neg_lo)), op == "mean", a.dtype)
