@@ -20,7 +20,7 @@ from mpi4py import MPI
 import pycomm
 from pycomm.collectives import reduction as ar
 from pycomm.collectives.engine import engine_of
-from pycomm.collectives.ring import Ring
+from pycomm.collectives.ring import Ring, host_framer
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
