@@ -18,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/out/gpu_check}
 PY=${PY:-python3}
-BUDGET_S=${BUDGET_S:-420}
+BUDGET_S=${BUDGET_S:-390}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 OMP_NUM_THREADS=1
 SAFE_MPI_ENV=(MPIR_CVAR_ENABLE_GPU=0 UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none)
@@ -26,7 +26,7 @@ summary=()
 failed=0
 
 part() {  # part NAME LOG LIMIT_S COMMAND...: run under timeout, append to $OUT/LOG, record it
-    local name=$1 log=$OUT/$2 limit=$3
+    local name=$1 logname=$2 log=$OUT/$2 limit=$3
     shift 3
     local left=$((BUDGET_S - SECONDS))
     if ((left < 15)); then
@@ -45,10 +45,10 @@ part() {  # part NAME LOG LIMIT_S COMMAND...: run under timeout, append to $OUT/
         status="FAILED($rc)"
     fi
     echo "== $name: $status after $((SECONDS - t0)) s" >>"$log"
-    summary+=("$(printf '%-22s %-8s %5ss  %s' "$name" "$status" "$((SECONDS - t0))" "$2")")
+    summary+=("$(printf '%-22s %-8s %5ss  %s' "$name" "$status" "$((SECONDS - t0))" "$logname")")
     if [[ $status != ok ]]; then
         failed=$((failed + 1))
-        echo "   $status; last lines of $2:"
+        echo "   $status; last lines of $logname:"
         tail -12 "$log" | cut -c1-200
         return 1
     fi
@@ -91,7 +91,7 @@ if mpi_ok; then
 else
     summary+=("$(printf '%-22s %-8s %6s  %s' "mpi parts" SKIPPED "-" "no mpi4py/mpiexec, no .whl")")
 fi
-part tune bench.log 90 "$PY" bench/device_bench.py --size 256M --only-tune --out "$OUT/tune.md"
+part tune bench.log 90 "$PY" bench/device_bench.py --size 256M --tune --out "$OUT/tune.md"
 
 echo
 cat "$OUT/device_bench.md" 2>/dev/null || echo "(no bench table)"
