@@ -110,7 +110,7 @@ class DeviceSource:
             torch.from_numpy(out).copy_(self.x)  # the driver knows pinned memory by address
             if self.residual is None:
                 return None
-            r = self.residual.cpu().numpy()
+            r = self.residual.to("cpu", copy=True).numpy()  # kept when it is emptied
         self.zero_residual()
         return r
 
