@@ -20,6 +20,7 @@ from mpi4py import MPI
 
 from pycomm.collectives.buffers import finite_min_max, finite_rms
 from pycomm.collectives.engine import Engine
+from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 
 DOUBLE_ROUNDOFF = 2.0**-53
@@ -46,7 +47,14 @@ def rank_bound(
 
 
 def agreed_kwargs(
-    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, op: str, what: str, *extra: object
+    eng: Engine,
+    comm: MPI.Comm,
+    a: np.ndarray,
+    spec: CodecSpec,
+    op: str,
+    what: str,
+    *extra: object,
+    source: Source | None = None,
 ) -> dict | None:
     """Agree on the settings across ranks; the pycodecs keywords, or None to go uncompressed.
 
@@ -54,17 +62,19 @@ def agreed_kwargs(
     the reduced result keeps the user's bound (``mode="rel"``: relative to the range of all
     ranks' finite inputs; ``mode="rms"``: relative to the largest root-mean-square of a rank's
     finite inputs; either agreed in the same allreduce); None also when the dtype cannot meet
-    that bound at this magnitude.
+    that bound at this magnitude. ``source`` (a ``Source``) gives these statistics when a's
+    values live elsewhere.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} {spec.codec} {a.dtype} x{a.size} {op}"
     if not (spec.caps.exact_sum and spec.caps.bounded):
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
-    lo, hi = finite_min_max(a)
+    lo, hi = finite_min_max(a) if source is None else source.finite_min_max()
     if spec.mode == "rms":
         top = max(hi, -lo)
-        top, rms = eng.agree(label, sig, (top, finite_rms(a, top)))
+        rms = finite_rms(a, top) if source is None else source.finite_rms(top)
+        top, rms = eng.agree(label, sig, (top, rms))
         bound = spec.error_bound * rms
     else:
         hi, neg_lo = eng.agree(label, sig, (hi, -lo))

@@ -15,7 +15,7 @@ from mpi4py import MPI
 
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.frames import Expect, allgather_frames
-from pycomm.collectives.ring import compress
+from pycomm.collectives.ring import Framer
 
 
 class Gathered:
@@ -24,8 +24,8 @@ class Gathered:
     def __init__(self, eng: Engine, comm: MPI.Comm, kw: dict, exact: bool) -> None:
         self.eng, self.comm, self.kw, self.exact = eng, comm, kw, exact
 
-    def first(self, part: np.ndarray, residual: np.ndarray | None) -> list:
-        return [compress(part, self.kw, residual)]
+    def first(self, count: int, frame: Framer) -> list:
+        return [frame(0, count, True)]
 
     def exchange(self, frames: list, part: np.ndarray) -> list:
         expect = [Expect(self.kw, part.dtype.name, part.size)] * self.comm.Get_size()

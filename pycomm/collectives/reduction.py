@@ -28,7 +28,8 @@ from pycomm.collectives.buffers import (
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.gathered import Gathered
 from pycomm.collectives.requests import Request
-from pycomm.collectives.ring import Ring
+from pycomm.collectives.ring import Framer, Ring, host_framer
+from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
 
@@ -50,6 +51,7 @@ def allreduce(
     segment: int = SEGMENT_COUNT,
     residual: object | None = None,
     stats: CommStats | None = None,
+    source: Source | None = None,
     **params: object,
 ) -> np.ndarray:
     """Sum (or average) x over the ranks of comm through a codec; identical bits on every rank.
@@ -64,9 +66,15 @@ def allreduce(
 
     ``residual`` (x's size and dtype) turns on error feedback: this rank sends x + residual
     and keeps in residual what its compression lost. ``stats`` (a CommStats) is added to.
+
+    ``source`` (a ``Source``): x's values live elsewhere (a device) and are compressed there;
+    x is then the host buffer of their size and dtype that receives them only where the
+    algorithm needs raw values, and ``out`` the result. The frames, and so the result, are the
+    same as for x holding the values.
     """
     eng = engine_of(comm)
-    kw = dict(op=op, out=out, algorithm=algorithm, segment=segment, residual=residual, stats=stats)
+    kw = dict(op=op, out=out, algorithm=algorithm, segment=segment, residual=residual)
+    kw.update(stats=stats, source=source)
     return eng.run(lambda c: _allreduce(eng, c, x, codec, **kw, **params), "allreduce")
 
 
@@ -91,6 +99,7 @@ def _allreduce(
     segment: int = SEGMENT_COUNT,
     residual: object | None = None,
     stats: CommStats | None = None,
+    source: Source | None = None,
     **params: object,
 ) -> np.ndarray:
     t0 = time.perf_counter()
@@ -104,13 +113,21 @@ def _allreduce(
         res = output_like(a, out)
         check_in_place(a, res)
         err = None if residual is None else output_like(a, residual)
-        if err is not None and not spec.caps.error_feedback:
+        if source is not None and (err is not None or source.count != a.size):
+            raise ValueError("a source stands for x's values and holds its own residual")
+        ef = err is not None or (source is not None and source.has_residual)
+        if ef and not spec.caps.error_feedback:
             raise ValueError(f"codec {spec.codec!r} takes no error-feedback residual")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
-    kw = agreed_kwargs(eng, comm, a, spec, op, "allreduce", algorithm, err is not None)
+    kw = agreed_kwargs(eng, comm, a, spec, op, "allreduce", algorithm, ef, source=source)
     size = comm.Get_size()
+    if kw is not None:
+        alg = _algorithm(eng, comm, spec, algorithm, a.size, ef, kw)
+    if source is not None and (kw is None or not alg.exact and isinstance(alg, Ring)):
+        err = source.fetch(a)  # the raw values are needed here: a quantizer's ring adds them
+        source = None
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err
@@ -118,9 +135,8 @@ def _allreduce(
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum)
         stats.wire_bytes += a.nbytes
     else:
-        alg = _algorithm(eng, comm, spec, algorithm, a.size, err is not None, kw)
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
-        _run_segments(eng, alg, a, res, err, segments, stats)
+        _run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
     stats.calls += 1
@@ -141,13 +157,18 @@ def _algorithm(eng, comm, spec: CodecSpec, algorithm: str, count: int, ef: bool,
     return (Ring if algorithm == "ring" else Gathered)(eng, comm, kw, exact)
 
 
-def _run_segments(eng, alg, a, res, err, segments, stats: CommStats) -> None:
+def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> None:
     """Compress, exchange and decode each segment; with several, compression of segment k+1
     (this thread) overlaps the exchange of segment k (the engine's wire thread)."""
 
+    def framer(lo: int, hi: int) -> Framer:
+        if source is None:
+            return host_framer(a[lo:hi], None if err is None else err[lo:hi], alg.kw)
+        return lambda clo, chi, ef: source.frame(lo + clo, lo + chi, alg.kw, ef)
+
     def first(lo: int, hi: int) -> list:
         t0 = time.perf_counter()
-        frames = alg.first(a[lo:hi], None if err is None else err[lo:hi])
+        frames = alg.first(hi - lo, framer(lo, hi))
         stats.compress_seconds += time.perf_counter() - t0
         stats.wire_bytes += sum(len(f) for f in frames if f is not None)
         return frames
@@ -217,7 +238,8 @@ def _reduce_scatter(
     # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
     rotated = np.concatenate([a[(size - 1) * m :], a[: (size - 1) * m]]) if size > 1 else a
     ring = Ring(eng, comm, kw, spec.caps.exact_sum)
-    pycodecs.decompress(ring.reduce_scatter(ring.first(rotated, None), rotated), out=res)
+    first = ring.first(rotated.size, host_framer(rotated, None, kw))
+    pycodecs.decompress(ring.reduce_scatter(first, rotated), out=res)
     if op == "mean":
         np.divide(res, size, out=res)
     return res

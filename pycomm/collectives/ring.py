@@ -14,6 +14,8 @@ Step by step, for a part of ``count`` elements split into N chunks (one per rank
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pycodecs
 from mpi4py import MPI
@@ -32,6 +34,21 @@ def compress(x: np.ndarray, kw: dict, residual: np.ndarray | None = None) -> byt
     return pycodecs.compress_ef(x, residual, **kw)
 
 
+#: ``frame(lo, hi, ef)``: the frame of a part's elements [lo, hi), with error feedback into
+#: the part's residual (if it has one) when ef. The algorithms' ``first`` compresses through it,
+#: so the values may live elsewhere (a device: ``reduction``'s ``source``).
+Framer = Callable[[int, int, bool], bytearray]
+
+
+def host_framer(part: np.ndarray, residual: np.ndarray | None, kw: dict) -> Framer:
+    """The framer of a host array (and its residual)."""
+
+    def frame(lo: int, hi: int, ef: bool) -> bytearray:
+        return compress(part[lo:hi], kw, residual[lo:hi] if ef and residual is not None else None)
+
+    return frame
+
+
 class Ring:
     """The ring allreduce (and reduce-scatter) of one part on one communicator."""
 
@@ -39,18 +56,15 @@ class Ring:
         self.eng, self.comm, self.kw, self.exact = eng, comm, kw, exact
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
 
-    def first(self, part: np.ndarray, residual: np.ndarray | None) -> list:
-        """The frames this rank makes before the ring starts (step 1); a residual only with
-        an exact-sum codec (a quantizer's ring compresses again: nothing to keep)."""
-        bounds = chunk_bounds(part.size, self.size)
+    def first(self, count: int, frame: Framer) -> list:
+        """The frames this rank makes of a part of count elements before the ring starts
+        (step 1); error feedback only with an exact-sum codec (a quantizer's ring compresses
+        again: nothing to keep)."""
+        bounds = chunk_bounds(count, self.size)
         if self.exact:
-            res = [None if residual is None else residual[lo:hi] for lo, hi in bounds]
-            return [
-                compress(part[lo:hi], self.kw, r) for (lo, hi), r in zip(bounds, res, strict=True)
-            ]
+            return [frame(lo, hi, True) for lo, hi in bounds]
         frames: list = [None] * self.size
-        lo, hi = bounds[self.rank]
-        frames[self.rank] = compress(part[lo:hi], self.kw)
+        frames[self.rank] = frame(*bounds[self.rank], False)
         return frames
 
     def reduce_scatter(self, frames: list, part: np.ndarray) -> object:

@@ -88,8 +88,8 @@ class CompressHookState:
         self.comm = comm
         self.iteration = 0
         self.stats = pycomm.CommStats()
-        self.residuals: dict[tuple, np.ndarray] = {}
-        self._by_param: dict[int, tuple[np.ndarray, int]] = {}
+        self.residuals: dict[tuple, np.ndarray | torch.Tensor] = {}
+        self._by_param: dict[int, tuple[np.ndarray | torch.Tensor, int]] = {}
         self._made_comm = False
         self.staging: dict[int, torch.Tensor] = {}  # device buckets' pinned host mirrors
 
@@ -121,17 +121,20 @@ class CompressHookState:
             self.comm.Free()
         self.comm, self._made_comm = None, False
 
-    def residual_for(self, bucket: dist.GradBucket, dtype: np.dtype) -> np.ndarray:
-        """This bucket's residual; after DDP rebuilds its buckets, carried over by parameter."""
+    def residual_for(self, bucket: dist.GradBucket, like: np.ndarray | torch.Tensor) -> object:
+        """This bucket's residual, of like's type, dtype and device (a numpy array, or a
+        tensor for the device codecs); after DDP rebuilds its buckets, carried over by
+        parameter."""
         params = bucket.parameters()
         key = (bucket.index(), tuple(p.numel() for p in params))
         r = self.residuals.get(key)
-        if r is None or r.dtype != dtype:
-            r = np.zeros(sum(key[1]), dtype)
+        if r is None or not _same_kind(r, like):
+            r = np.zeros(sum(key[1]), like.dtype) if isinstance(like, np.ndarray) else None
+            r = torch.zeros(sum(key[1]), dtype=like.dtype, device=like.device) if r is None else r
             offset = 0
             for p, n in zip(params, key[1], strict=True):
                 old = self._by_param.get(id(p))
-                if old is not None and old[0].dtype == dtype:
+                if old is not None and _same_kind(old[0], like):
                     r[offset : offset + n] = old[0][old[1] : old[1] + n]
                 offset += n
             self.residuals = {k: v for k, v in self.residuals.items() if k[0] != key[0]}
@@ -151,6 +154,13 @@ class CompressHookState:
         self._made_comm, self.staging = False, {}
         for k, v in state.items():
             setattr(self, k, v)
+
+
+def _same_kind(a: object, b: object) -> bool:
+    """Same array type and dtype (and device, for tensors)."""
+    if type(a) is not type(b) or a.dtype != b.dtype:
+        return False
+    return not isinstance(a, torch.Tensor) or a.device == b.device
 
 
 def _comm_of_ranks(group: dist.ProcessGroup) -> MPI.Intracomm:
@@ -222,7 +232,7 @@ def _allreduce_bucket(
         and x.size >= state.min_compress_numel
     )
     spec = state.codec if compress else pycomm.CodecSpec()
-    residual = state.residual_for(bucket, x.dtype) if compress and state.error_feedback else None
+    residual = state.residual_for(bucket, x) if compress and state.error_feedback else None
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
 
     def finish(req: pycomm.Request) -> None:

@@ -13,23 +13,31 @@ collectives in the same order) and finish the segments; Python threads only wait
 and requests. With a CPU tensor the copies are plain copies and the logic is the same, which
 is how the tests exercise it without a GPU.
 
-``allreduce_bucket`` is the device side of ``pycomm.distributed.hooks``: the bucket is averaged
-through the host collectives (``pycomm.iallreduce``) one hook segment at a time, each segment
-exactly as the CPU hook's own pipeline cuts it, so quantizer frames equal the CPU hook's.
+``landed(req, src, host)`` is the same completion for a request that fills ``host`` itself.
+
+``allreduce_bucket`` is the device side of ``pycomm.distributed.hooks``. A float32 bucket that
+a device codec compresses (``device_source``) goes through one ``pycomm.iallreduce`` as the CPU
+hook's does, its frames made on the device: only they cross to the host, the same bytes as the
+CPU hook's, so the result is the CPU hook's bit for bit; the result, decoded on the host, is
+copied back. Any other bucket (uncompressed, warming up, float64, a host-only codec) is staged
+whole and averaged one hook segment at a time, each segment as the CPU hook's pipeline cuts it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 import pycomm
 from pycomm.collectives.buffers import chunk_bounds
+from pycomm.distributed.device_source import DeviceSource, device_codec, side_stream
 
 _lock = threading.Lock()
 _workers: dict[str, ThreadPoolExecutor] = {}
@@ -75,51 +83,70 @@ def staged(
     """
     if host.is_cuda or host.numel() != src.numel() or host.dtype != src.dtype:
         raise ValueError("host must be a CPU tensor of src's size and dtype")
-    cuda = src.is_cuda
-    fut = torch.futures.Future(devices=[src.device]) if cuda else torch.futures.Future()
-    done = src if result is None else result
-    landed = _copy_out(src, host, segments) if cuda else None
+    fut = _future(src)
+    copied = _copy_out(src, host, segments) if src.is_cuda else None
 
     def issue() -> None:
         requests, error = [], None
         try:
             for k, (lo, hi) in enumerate(segments):
-                if landed is not None:
-                    landed[k].synchronize()
+                if copied is not None:
+                    copied[k].synchronize()
                 else:
                     host[lo:hi].copy_(src[lo:hi])
                 requests.append(start(lo, hi))
         except BaseException as exc:  # the requests already started still run to the end
             error = exc
-        _worker("finish").submit(finish, requests, error)
-
-    def finish(requests: list, error: BaseException | None) -> None:
-        try:
-            for req in requests:  # all of them, even after a failure
-                try:
-                    req.wait()
-                except BaseException as exc:
-                    error = error or exc
-            if error is not None:
-                raise error
-            if cuda:
-                _copy_back(src, host, segments, done)
-            else:
-                src.copy_(host)
-                if done is not src:
-                    done.copy_(src)
-            if after is not None:
-                after()
-            if cuda:
-                with torch.cuda.stream(_side_streams(src.device)[1]):
-                    fut.set_result(done)  # records an event on this stream for the waiters
-            else:
-                fut.set_result(done)
-        except BaseException as exc:
-            fut.set_exception(exc)
+        parts = list(zip(segments, requests))  # noqa: B905 (fewer requests after a failure)
+        _worker("finish").submit(_complete, fut, parts, error, src, host, after, result)
 
     _worker("issue").submit(issue)
     return fut
+
+
+def landed(
+    req: Any,
+    src: torch.Tensor,
+    host: torch.Tensor,
+    *,
+    after: Callable[[], None] | None = None,
+    result: torch.Tensor | None = None,
+) -> torch.futures.Future:
+    """The future of ``req``, whose completion leaves src's result in ``host``: copied into
+    ``src`` as ``staged`` does (the callback runs on the thread that completes req)."""
+    fut = _future(src)
+    parts = [((0, src.numel()), req)]
+    req.add_done_callback(lambda _: _complete(fut, parts, None, src, host, after, result))
+    return fut
+
+
+def _future(src: torch.Tensor) -> torch.futures.Future:
+    return torch.futures.Future(devices=[src.device]) if src.is_cuda else torch.futures.Future()
+
+
+def _complete(fut, parts, error, src, host, after, result) -> None:
+    """Wait for every part's request (even after a failure), copying each part back into src
+    as soon as it is done; then ``after()`` and the future's result (or the first error)."""
+    done = src if result is None else result
+    try:
+        for (lo, hi), req in parts:
+            try:
+                req.wait()
+            except BaseException as exc:
+                error = error or exc
+            if error is None:
+                _copy_back(src[lo:hi], host[lo:hi])
+        if error is not None:
+            raise error
+        if done is not src:
+            with _on_copy_back(src):
+                done.copy_(src)
+        if after is not None:
+            after()
+        with _on_copy_back(src):
+            fut.set_result(done)  # a CUDA future records an event on this stream for the waiters
+    except BaseException as exc:
+        fut.set_exception(exc)
 
 
 def _copy_out(src: torch.Tensor, host: torch.Tensor, segments) -> list[torch.cuda.Event]:
@@ -137,22 +164,32 @@ def _copy_out(src: torch.Tensor, host: torch.Tensor, segments) -> list[torch.cud
     return events
 
 
-def _copy_back(src: torch.Tensor, host: torch.Tensor, segments, done: torch.Tensor) -> None:
-    """Queue the host-to-device copies (the requests have finished: host holds the results)."""
-    _, h2d = _side_streams(src.device)
-    with torch.cuda.device(src.device), torch.cuda.stream(h2d):
-        src.record_stream(h2d)
-        for lo, hi in segments:
-            src[lo:hi].copy_(host[lo:hi], non_blocking=True)
-        if done is not src:
-            done.copy_(src)
+def _on_copy_back(src: torch.Tensor) -> contextlib.AbstractContextManager:
+    """The host-to-device stream of src's device (after its compression stream), or nothing."""
+    if not src.is_cuda:
+        return contextlib.nullcontext()
+    h2d = _side_streams(src.device)[1]
+    h2d.wait_stream(side_stream(src.device))  # the device codecs have read src
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.cuda.device(src.device))
+    stack.enter_context(torch.cuda.stream(h2d))
+    return stack
+
+
+def _copy_back(part: torch.Tensor, host: torch.Tensor) -> None:
+    """Queue the copy of a finished part's result into the device (a plain copy on the CPU)."""
+    with _on_copy_back(part):
+        if part.is_cuda:
+            part.record_stream(torch.cuda.current_stream())
+        part.copy_(host, non_blocking=True)
 
 
 def allreduce_bucket(
     state: Any, bucket: dist.GradBucket, compress: bool
 ) -> torch.futures.Future[torch.Tensor]:
     """``hooks._allreduce_bucket`` for a bucket that is not on the CPU (or is, when called
-    directly: the tests do)."""
+    directly: the tests do). A float32 bucket that a device codec compresses goes as frames
+    (``device_source``); any other is staged whole, segment by segment."""
     from pycomm.distributed import hooks  # hooks imports this module lazily, not at the top
 
     buf = bucket.buffer()
@@ -164,27 +201,35 @@ def allreduce_bucket(
     spec = state.codec if compress else pycomm.CodecSpec()
     host = _mirror(state, bucket.index(), flat)
     x = host.numpy()
-    residual = state.residual_for(bucket, x.dtype) if compress and state.error_feedback else None
-    comm = state.communicator()
-
-    def start(lo: int, hi: int) -> pycomm.Request:
-        res = None if residual is None else residual[lo:hi]
-        out = x[lo:hi]
-        return pycomm.iallreduce(
-            out, comm, spec, out=out, op="mean", residual=res, stats=state.stats, segment=hi - lo
-        )
+    device = compress and device_codec(spec, flat)
+    like = flat if device else x
+    residual = state.residual_for(bucket, like) if compress and state.error_feedback else None
+    kw = {"op": "mean", "stats": state.stats}
 
     def after() -> None:
         if not hooks._all_finite(x):
             state.stats.nonfinite += 1
             if residual is not None:
-                residual.fill(0)
+                residual.fill(0) if isinstance(residual, np.ndarray) else source.zero_residual()
 
-    segments = chunk_bounds(n, -(-n // hooks.SEGMENT_COUNT)) if n else []
-    fut = staged(flat, host, segments, start, after=after, result=buf)
     if bucket.is_last():
         state.iteration += 1
-    return fut
+    if device:
+        source = DeviceSource(flat, residual, _scratch(state, flat))
+        req = pycomm.iallreduce(
+            x, state.communicator(), spec, out=x, source=source, segment=hooks.SEGMENT_COUNT, **kw
+        )
+        return landed(req, flat, host, after=after, result=buf)
+
+    def start(lo: int, hi: int) -> pycomm.Request:
+        res = None if residual is None else residual[lo:hi]
+        out = x[lo:hi]
+        return pycomm.iallreduce(
+            out, state.communicator(), spec, out=out, residual=res, segment=hi - lo, **kw
+        )
+
+    segments = chunk_bounds(n, -(-n // hooks.SEGMENT_COUNT)) if n else []
+    return staged(flat, host, segments, start, after=after, result=buf)
 
 
 def _mirror(state: Any, index: int, flat: torch.Tensor) -> torch.Tensor:
@@ -193,4 +238,16 @@ def _mirror(state: Any, index: int, flat: torch.Tensor) -> torch.Tensor:
     host = cache.get(index)
     if host is None or host.numel() != flat.numel() or host.dtype != flat.dtype:
         host = cache[index] = pinned_like(flat)
+    return host
+
+
+def _scratch(state: Any, flat: torch.Tensor) -> torch.Tensor:
+    """A pinned buffer that carries one segment's payload to the host, kept in the state."""
+    from pycomm.distributed import hooks
+
+    need = 4 * min(flat.numel(), hooks.SEGMENT_COUNT) + 64
+    host = state.staging.get("scratch")
+    if host is None or host.numel() < need:
+        host = torch.empty(need, dtype=torch.uint8, pin_memory=flat.is_cuda)
+        state.staging["scratch"] = host
     return host

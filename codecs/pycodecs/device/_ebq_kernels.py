@@ -79,20 +79,26 @@ def _ebq_quantize(
 
 @triton.jit(do_not_specialize=["nblocks"])
 def _ebq_pack(z_ptr, width_ptr, word_off_ptr, out_ptr, nblocks, G: tl.constexpr):
-    """Word j of a block of width w: the OR of value i shifted to bit i * w - 32 j."""
+    """Word j of a block of width w: the OR of the values i whose bits [i w, i w + w) meet
+    bits [32 j, 32 j + 32), each shifted by i w - 32 j. One lane per (block, word); a loop
+    over the at most 32 // w + 2 values a word meets (w the smallest nonzero width of the
+    program's blocks), each read from z (just written: in cache)."""
     blk = tl.program_id(0).to(tl.int64) * G + tl.arange(0, G)
     bmask = blk < nblocks
     w = tl.load(width_ptr + blk, mask=bmask, other=0).to(tl.int32)
     base = tl.load(word_off_ptr + blk, mask=bmask, other=0)
-    i = tl.arange(0, 32)
-    z = tl.load(z_ptr + blk[:, None] * 32 + i[None, :], mask=bmask[:, None], other=0)
-    z = z.to(tl.uint32, bitcast=True)
-    j = tl.arange(0, 32)
-    shift = i[None, None, :] * w[:, None, None] - 32 * j[None, :, None]  # [G, word, value]
-    zz = z[:, None, :]
-    left = zz << tl.minimum(tl.maximum(shift, 0), 31).to(tl.uint32)
-    right = zz >> tl.minimum(tl.maximum(-shift, 0), 31).to(tl.uint32)
-    part = tl.where(shift >= 0, tl.where(shift < 32, left, 0), tl.where(shift > -32, right, 0))
-    word = tl.sum(part, axis=2).to(tl.int32, bitcast=True)  # disjoint bits: sum == or
-    wmask = bmask[:, None] & (j[None, :] < w[:, None])
-    tl.store(out_ptr + base[:, None] + j[None, :], word, mask=wmask)
+    j = tl.arange(0, 32)[None, :]
+    wj = w[:, None]
+    wmask = bmask[:, None] & (j < wj)
+    first = (32 * j) // tl.maximum(wj, 1)  # the value that holds bit 32 j
+    trips = 32 // tl.min(tl.where(w > 0, w, 32), axis=0) + 2
+    row = z_ptr + blk[:, None] * 32
+    word = tl.zeros([G, 32], tl.uint64)
+    for t in range(0, trips):
+        i = first + t
+        shift = i * wj - 32 * j + 32  # in (32 - w, 64) where the value meets word j
+        m = wmask & (i < 32) & (shift < 64)
+        zi = tl.load(row + i, mask=m, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
+        word |= zi << tl.where(m, shift, 0).to(tl.uint64)  # bits 32..63 are word j's
+    out = (word >> 32).to(tl.uint32).to(tl.int32, bitcast=True)
+    tl.store(out_ptr + base[:, None] + j, out, mask=wmask)

@@ -9,6 +9,7 @@ bytes and the packed blocks; the host receives those, plus the outliers' positio
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -19,7 +20,9 @@ from pycodecs.device._frame import header_bytes
 
 MAX_EB = 2.0**1022  # larger bounds are lowered (codecs/FORMAT.md)
 FLT_MAX = float(np.finfo(np.float32).max)
-_G = 32  # blocks of 32 per program
+_G = 32  # blocks of 32 per program (quantize)
+_G_PACK = 4  # blocks per program (pack: one lane per word)
+MAX_WIDTH = 25  # zigzag of |q| < 2^24: at most 25 bits, so 25 words per block
 
 
 def grid(v: torch.Tensor, error_bound: float, mode: str) -> tuple[float, float]:
@@ -46,52 +49,65 @@ def _varint(v: int) -> bytes:
     return bytes(out)
 
 
-def compress(
+@dataclass(frozen=True)
+class EbqPayload:
+    """ebq's payload on the device, not yet a frame (``to_frame`` makes it one)."""
+
+    count: int
+    eb: float
+    step: float
+    widths: torch.Tensor  # uint8, one per block of 32
+    words: torch.Tensor  # int32: the packed blocks at their word offsets (room for the worst)
+    outlier: torch.Tensor  # int8, 1 at outliers
+    raw: torch.Tensor  # int32: v's bits, at outliers only
+
+
+def encode(
     x: torch.Tensor,
     *,
     error_bound: float,
     mode: str = "abs",
     residual: torch.Tensor | None = None,
-    checksum: bool = False,
-) -> bytearray:
-    """One ebq fast-level frame of x (+ residual, which becomes v - decoded, 0 at outliers)."""
+) -> EbqPayload:
+    """The payload of x (+ residual, which becomes v - decoded, 0 at outliers) on x's
+    device: two kernels and a scan, no wait for the device (except REL's range)."""
     from pycodecs.device import _check_tensor  # the package imports this module lazily
 
     xs = _check_tensor(x, "x")
     rs = None if residual is None else _check_tensor(residual, "residual", x)
     n = xs.numel()
-    v = xs if rs is None else xs + rs  # only for REL's min and max: NaN bits do not matter
+    v = xs if rs is None or mode == "abs" else xs + rs  # REL's range: NaN bits do not matter
     eb, step = grid(v, error_bound, mode)
     inv_d = 1.0 / step
     inv_f = FLT_MAX if inv_d > FLT_MAX else float(np.float32(inv_d))
-    nb = -(-n // 32)
-    widths = np.zeros(0, np.uint8)
-    packed = b""
-    pos = np.zeros(0, np.int64)
-    vals = np.zeros(0, np.uint32)
+    nb, dev = -(-n // 32), xs.device
+    z = torch.empty(nb * 32, dtype=torch.int32, device=dev)
+    w = torch.empty(nb, dtype=torch.uint8, device=dev)
+    mark = torch.empty(n, dtype=torch.int8, device=dev)
+    raw = torch.empty(n, dtype=torch.int32, device=dev)
+    words = torch.empty(max(nb * MAX_WIDTH, 1), dtype=torch.int32, device=dev)
     if n:
-        dev = xs.device
-        params = torch.tensor([step, eb, inv_f], dtype=torch.float64, device=dev)
-        z = torch.empty(nb * 32, dtype=torch.int32, device=dev)
-        w = torch.empty(nb, dtype=torch.uint8, device=dev)
-        mark = torch.empty(n, dtype=torch.int8, device=dev)
-        raw = torch.empty(n, dtype=torch.int32, device=dev)  # v's bits, at outliers only
+        params = torch.tensor([step, eb, inv_f], dtype=torch.float64).to(dev, non_blocking=True)
         opts = {"enable_fp_fusion": False, "num_warps": 4}
         K._ebq_quantize[(-(-nb // _G),)](
             xs, rs if rs is not None else xs, params, z, w, mark, raw, n, nb,
             HAS_RES=rs is not None, G=_G, **opts,
         )  # fmt: skip
-        words = w.to(torch.int64)
-        offsets = torch.cumsum(words, 0) - words
-        total = int(words.sum())
-        out = torch.empty(max(total, 1), dtype=torch.int32, device=dev)
-        g = 4 if xs.is_cuda else 64  # the interpreter pays per program, a GPU per register
-        K._ebq_pack[(-(-nb // g),)](z, w, offsets, out, nb, G=g, **opts)
-        where = torch.nonzero(mark).flatten()
-        widths = w.cpu().numpy()
-        packed = out[:total].cpu().numpy().tobytes()
-        pos = where.cpu().numpy()
-        vals = raw[where].cpu().numpy().view(np.uint32)
+        ends = torch.cumsum(w, 0, dtype=torch.int64)
+        g = _G_PACK if xs.is_cuda else 64  # the interpreter pays per program
+        K._ebq_pack[(-(-nb // g),)](z, w, ends - w, words, nb, G=g, **opts)
+    return EbqPayload(n, eb, step, w, words, mark, raw)
+
+
+def to_frame(enc: EbqPayload, *, checksum: bool = False) -> bytearray:
+    """The frame: the widths, the packed words and the outliers copied to the host, where the
+    outlier records, the sub-header, the header and the checksums are written."""
+    widths = enc.widths.cpu().numpy()
+    total = int(widths.sum(dtype=np.int64))
+    packed = enc.words[:total].cpu().numpy().tobytes()
+    where = torch.nonzero(enc.outlier).flatten()
+    pos = where.cpu().numpy()
+    vals = enc.raw[where].cpu().numpy().view(np.uint32)
     records = bytearray()
     prev = -1
     for p, val in zip(pos.tolist(), vals.tolist(), strict=True):
@@ -101,16 +117,29 @@ def compress(
     nonfinite = bool(np.any((vals & 0x7F800000) == 0x7F800000))
     head = header_bytes(
         "ebq",
-        n,
+        enc.count,
         payload,
         block=32,
         aux=0,
         nonfinite=nonfinite,
         checksum=checksum,
-        bound=eb,
-        param=step,
+        bound=enc.eb,
+        param=enc.step,
     )
     return bytearray(head + payload)
 
 
-__all__ = ["compress", "grid"]
+def compress(
+    x: torch.Tensor,
+    *,
+    error_bound: float,
+    mode: str = "abs",
+    residual: torch.Tensor | None = None,
+    checksum: bool = False,
+) -> bytearray:
+    """One ebq fast-level frame of x (+ residual, which becomes v - decoded, 0 at outliers)."""
+    enc = encode(x, error_bound=error_bound, mode=mode, residual=residual)
+    return to_frame(enc, checksum=checksum)
+
+
+__all__ = ["EbqPayload", "compress", "encode", "grid", "to_frame"]
