@@ -49,6 +49,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 f"torch expects {rank} of {size}"
             )
         self._comm = comm
+        self._name, self._desc = name, ""
         self._timeout_s = timeout_seconds(timeout, 1800.0)
         self._engine = engine_of(comm, owned=True)
         self._engine.where = f"rank {rank} of {size} in group {name!r}"
@@ -64,6 +65,23 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     # -- identity and lifetime --
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
         return "mpiucc"
+
+    # torch keeps a group's name and description on its C++ backends, which a group made in
+    # Python has none of ("ProcessGroup name not set"): c10d's bookkeeping (DeviceMesh,
+    # destroy_process_group, functional collectives) reads them here instead.
+    @property
+    def group_name(self) -> str:
+        return self._name
+
+    def _set_group_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def group_desc(self) -> str:
+        return self._desc
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._desc = desc
 
     @property
     def comm(self) -> MPI.Intracomm:
@@ -204,7 +222,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         start = functools.partial(ops.allgather, self._comm, outputs, inputs)
         return self._run(start, opts, "allgather", outputs, outputs, _dtypes(inputs))
 
-    allgather_coalesced = allgather
+    def allgather_coalesced(
+        self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        """outputs[r][i] receives rank r's inputs[i] (allgather's lists, transposed)."""
+        if len(outputs) != self.size():
+            raise ValueError(f"all_gather_coalesced: {len(outputs)} output lists, not {self.size()}")
+        return self.allgather([list(col) for col in zip(*outputs, strict=True)], inputs, opts)
 
     def allgather_into_tensor_coalesced(
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
