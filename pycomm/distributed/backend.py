@@ -25,7 +25,7 @@ from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
 from pycomm.collectives.engine import engine_of
-from pycomm.distributed import checks, ops, p2p
+from pycomm.distributed import checks, compression, ops, p2p
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
 from pycomm.distributed.p2p import P2PWork
 from pycomm.distributed.store import MPIStore
@@ -57,6 +57,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._checked = checks.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
+        self.compression: compression.Compression | None = None  # set_compression
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).
         self._try_begin = self._engine.try_begin
         self._exec_release = self._engine.exec_lock.release
@@ -108,13 +109,21 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def _run(self, start: Any, opts: Any, what: str, result: Any, *args: Any) -> dist.Work:
         """Run start() as the group's next collective; ``args`` are what ranks must agree on."""
         timeout = timeout_seconds(opts.timeout, self._timeout_s)
-        engine = self._engine
         job = functools.partial(self._execute, start, timeout, what, args)
-        if not opts.asyncOp:  # inline when the group is idle, else behind the queued ones
-            engine.run(job, what)
+        return self._submit(job, opts, what, result, timeout)
+
+    def _submit(
+        self, job: Any, opts: Any, what: str, result: Any, timeout: float | None = None
+    ) -> dist.Work:
+        """job(comm) as the group's next collective: inline when the group is idle and the
+        call blocks, else behind the queued ones on the engine's thread."""
+        if not opts.asyncOp:
+            self._engine.run(job, what)
             return DoneWork(result)
+        if timeout is None:
+            timeout = timeout_seconds(opts.timeout, self._timeout_s)
         work = MpiWork(result, what, timeout)
-        engine.enqueue(job, work._finish)
+        self._engine.enqueue(job, work._finish)
         return work
 
     def _execute(self, start: Any, timeout: float, what: str, args: tuple, comm: Any) -> None:
@@ -135,6 +144,12 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             opts = dist.AllreduceOptions()
         if not opts.asyncOp and len(tensors) == 1 and self._allreduce_inline(tensors[0], opts):
             return self._done
+        spec = self.compression and self.compression.spec_for("all_reduce", tensors, opts.reduceOp)
+        if spec:
+            job = compression.all_reduce_job(
+                self.compression, spec, self._engine, tensors[0], opts.reduceOp
+            )
+            return self._submit(job, opts, "compressed all_reduce", tensors)
         start = functools.partial(ops.allreduce, self._comm, tensors, op_code(opts.reduceOp))
         return self._run(start, opts, "allreduce", tensors, tensors, op_code(opts.reduceOp))
 
@@ -146,7 +161,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         if datatype is None or not t.is_cpu or not t.is_contiguous():
             return False
         mop = DIRECT_OPS.get(op_code(opts.reduceOp))
-        if mop is None or self._checked or not self._try_begin():
+        if mop is None or self._checked or self.compression or not self._try_begin():
             return False
         try:
             if self._engine.broken is not None:
@@ -194,6 +209,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceScatterOptions()
+        policy = self.compression
+        spec = policy and policy.spec_for("reduce_scatter", inputs, opts.reduceOp)
+        if spec:
+            job = compression.reduce_scatter_job(
+                policy, spec, self._engine, outputs[0], inputs[0], opts.reduceOp
+            )
+            return self._submit(job, opts, "compressed reduce_scatter", outputs)
         start = functools.partial(
             ops.reduce_scatter_tensor, self._comm, outputs, inputs, op_code(opts.reduceOp)
         )
@@ -227,13 +249,19 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         """outputs[r][i] receives rank r's inputs[i] (allgather's lists, transposed)."""
         if len(outputs) != self.size():
-            raise ValueError(f"all_gather_coalesced: {len(outputs)} output lists, not {self.size()}")
+            raise ValueError(
+                f"all_gather_coalesced: {len(outputs)} output lists, not {self.size()}"
+            )
         return self.allgather([list(col) for col in zip(*outputs, strict=True)], inputs, opts)
 
     def allgather_into_tensor_coalesced(
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
+        spec = self.compression and self.compression.spec_for("all_gather", inputs)
+        if spec:
+            job = compression.all_gather_job(spec, self._engine, outputs[0], inputs[0])
+            return self._submit(job, opts, "compressed all_gather", outputs)
         start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
         return self._run(start, opts, "all_gather_into_tensor", outputs, outputs, inputs)
 
