@@ -101,7 +101,7 @@ full = exact_parameters(net)
 fsdp_modules = [m for m in net.modules() if isinstance(m, FSDPModule)]
 for m in fsdp_modules:
     m.unshard()
-for p, s, f in zip(net.parameters(), shards, full, strict=True):
+for p, f in zip(net.parameters(), full, strict=True):
     gathered = p.detach().clone()
     assert not isinstance(p, DTensor)
     same_bits_everywhere(gathered, "weights gathered through int8", GROUP)
@@ -111,6 +111,7 @@ for m in fsdp_modules:
     m.reshard()
 for p, s in zip(net.parameters(), shards, strict=True):
     assert torch.equal(p.to_local(), s), "a compressed all_gather changed a master shard"
+
 
 # 3. Error feedback survives a checkpoint: 4 + 4 steps with the policy saved and restored in
 # between equal 8 steps in one go, bit for bit; a policy without the residuals does not.
