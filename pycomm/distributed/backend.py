@@ -161,7 +161,10 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         if datatype is None or not t.is_cpu or not t.is_contiguous():
             return False
         mop = DIRECT_OPS.get(op_code(opts.reduceOp))
-        if mop is None or self._checked or self.compression or not self._try_begin():
+        policy = self.compression
+        if policy is not None and policy.all_reduce.compressed:
+            return False
+        if mop is None or self._checked or not self._try_begin():
             return False
         try:
             if self._engine.broken is not None:
