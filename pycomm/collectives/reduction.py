@@ -188,14 +188,18 @@ def reduce_scatter(
     *,
     op: str = "sum",
     out: object | None = None,
+    residual: object | None = None,
     **params: object,
 ) -> np.ndarray:
     """Reduce x (size N*m) over the N ranks; rank r gets elements [r*m, (r+1)*m) of the result.
 
     The bound of ``allreduce`` holds for each block. Returns ``out`` or a new array of m.
+    ``residual`` (x's size and dtype; exact-sum codecs, ebq) turns on error feedback as in
+    ``allreduce``: this rank sends x + residual and keeps what its compression lost.
     """
     eng = engine_of(comm)
-    job = lambda c: _reduce_scatter(eng, c, x, codec, op=op, out=out, **params)  # noqa: E731
+    kw = dict(op=op, out=out, residual=residual)
+    job = lambda c: _reduce_scatter(eng, c, x, codec, **kw, **params)  # noqa: E731
     return eng.run(job, "reduce_scatter")
 
 
@@ -215,6 +219,7 @@ def _reduce_scatter(
     *,
     op: str = "sum",
     out: object | None = None,
+    residual: object | None = None,
     **params: object,
 ) -> np.ndarray:
     size, rank = comm.Get_size(), comm.Get_rank()
@@ -227,22 +232,35 @@ def _reduce_scatter(
             raise ValueError(f"reduce_scatter needs a size divisible by {size} ranks, got {a.size}")
         m = a.size // size
         res = output_like(a, out, m)
+        err = None if residual is None else output_like(a, residual)
+        if err is not None and not (spec.caps.exact_sum or not spec.compressed):
+            raise ValueError(f"reduce_scatter with codec {spec.codec!r} takes no residual")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("reduce_scatter", exc)
-    kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter")
+    kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", err is not None)
     if kw is None:
+        if err is not None:  # the residual goes out now, exactly
+            a = a + err
+            err[...] = 0
         full = np.empty_like(a)
         plain_allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum)
         res[...] = full[rank * m : (rank + 1) * m]
         return res
     # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
-    rotated = np.concatenate([a[(size - 1) * m :], a[: (size - 1) * m]]) if size > 1 else a
+    rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
     ring = Ring(eng, comm, kw, spec.caps.exact_sum)
-    first = ring.first(rotated.size, host_framer(rotated, None, kw))
-    pycodecs.decompress(ring.reduce_scatter(first, rotated), out=res)
+    frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
+    if err is not None:
+        err[...] = np.roll(rotated_err, -m)
+    pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
     if op == "mean":
         np.divide(res, size, out=res)
     return res
+
+
+def _rotate(a: np.ndarray, m: int) -> np.ndarray:
+    """Blocks of m moved one place on (a copy): the ring leaves block r + 1 on rank r."""
+    return np.roll(a, m) if a.size > m else a
 
 
 def plain_allreduce(

@@ -29,12 +29,22 @@ from torch._C._distributed_c10d import _DistributedBackendOptions
 
 from pycomm.distributed import backend
 from pycomm.distributed.backend import ProcessGroupMpiucc
+from pycomm.distributed.compression import Compression, get_compression, set_compression
 from pycomm.distributed.rendezvous import env_rendezvous, fill_env, mpi_rendezvous
 from pycomm.distributed.store import MPIStore, require_thread_multiple
 
 BACKEND = "mpiucc"
 
-__all__ = ["BACKEND", "MPIStore", "ProcessGroupMpiucc", "fill_env", "register"]
+__all__ = [
+    "BACKEND",
+    "Compression",
+    "MPIStore",
+    "ProcessGroupMpiucc",
+    "fill_env",
+    "get_compression",
+    "register",
+    "set_compression",
+]
 
 
 def create(opts: _DistributedBackendOptions, backend_options: Any = None) -> ProcessGroupMpiucc:

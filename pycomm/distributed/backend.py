@@ -25,7 +25,7 @@ from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
 from pycomm.collectives.engine import engine_of
-from pycomm.distributed import checks, ops, p2p
+from pycomm.distributed import checks, compression, ops, p2p
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
 from pycomm.distributed.p2p import P2PWork
 from pycomm.distributed.store import MPIStore
@@ -49,6 +49,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 f"torch expects {rank} of {size}"
             )
         self._comm = comm
+        self._name, self._desc = name, ""
         self._timeout_s = timeout_seconds(timeout, 1800.0)
         self._engine = engine_of(comm, owned=True)
         self._engine.where = f"rank {rank} of {size} in group {name!r}"
@@ -56,6 +57,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._checked = checks.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
+        self.compression: compression.Compression | None = None  # set_compression
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).
         self._try_begin = self._engine.try_begin
         self._exec_release = self._engine.exec_lock.release
@@ -64,6 +66,23 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     # -- identity and lifetime --
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
         return "mpiucc"
+
+    # torch keeps a group's name and description on its C++ backends, which a group made in
+    # Python has none of ("ProcessGroup name not set"): c10d's bookkeeping (DeviceMesh,
+    # destroy_process_group, functional collectives) reads them here instead.
+    @property
+    def group_name(self) -> str:
+        return self._name
+
+    def _set_group_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def group_desc(self) -> str:
+        return self._desc
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._desc = desc
 
     @property
     def comm(self) -> MPI.Intracomm:
@@ -90,13 +109,21 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def _run(self, start: Any, opts: Any, what: str, result: Any, *args: Any) -> dist.Work:
         """Run start() as the group's next collective; ``args`` are what ranks must agree on."""
         timeout = timeout_seconds(opts.timeout, self._timeout_s)
-        engine = self._engine
         job = functools.partial(self._execute, start, timeout, what, args)
-        if not opts.asyncOp:  # inline when the group is idle, else behind the queued ones
-            engine.run(job, what)
+        return self._submit(job, opts, what, result, timeout)
+
+    def _submit(
+        self, job: Any, opts: Any, what: str, result: Any, timeout: float | None = None
+    ) -> dist.Work:
+        """job(comm) as the group's next collective: inline when the group is idle and the
+        call blocks, else behind the queued ones on the engine's thread."""
+        if not opts.asyncOp:
+            self._engine.run(job, what)
             return DoneWork(result)
+        if timeout is None:
+            timeout = timeout_seconds(opts.timeout, self._timeout_s)
         work = MpiWork(result, what, timeout)
-        engine.enqueue(job, work._finish)
+        self._engine.enqueue(job, work._finish)
         return work
 
     def _execute(self, start: Any, timeout: float, what: str, args: tuple, comm: Any) -> None:
@@ -117,6 +144,12 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             opts = dist.AllreduceOptions()
         if not opts.asyncOp and len(tensors) == 1 and self._allreduce_inline(tensors[0], opts):
             return self._done
+        spec = self.compression and self.compression.spec_for("all_reduce", tensors, opts.reduceOp)
+        if spec:
+            job = compression.all_reduce_job(
+                self.compression, spec, self._engine, tensors[0], opts.reduceOp
+            )
+            return self._submit(job, opts, "compressed all_reduce", tensors)
         start = functools.partial(ops.allreduce, self._comm, tensors, op_code(opts.reduceOp))
         return self._run(start, opts, "allreduce", tensors, tensors, op_code(opts.reduceOp))
 
@@ -128,6 +161,9 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         if datatype is None or not t.is_cpu or not t.is_contiguous():
             return False
         mop = DIRECT_OPS.get(op_code(opts.reduceOp))
+        policy = self.compression
+        if policy is not None and policy.all_reduce.compressed:
+            return False
         if mop is None or self._checked or not self._try_begin():
             return False
         try:
@@ -176,6 +212,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceScatterOptions()
+        policy = self.compression
+        spec = policy and policy.spec_for("reduce_scatter", inputs, opts.reduceOp)
+        if spec:
+            job = compression.reduce_scatter_job(
+                policy, spec, self._engine, outputs[0], inputs[0], opts.reduceOp
+            )
+            return self._submit(job, opts, "compressed reduce_scatter", outputs)
         start = functools.partial(
             ops.reduce_scatter_tensor, self._comm, outputs, inputs, op_code(opts.reduceOp)
         )
@@ -204,12 +247,24 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         start = functools.partial(ops.allgather, self._comm, outputs, inputs)
         return self._run(start, opts, "allgather", outputs, outputs, _dtypes(inputs))
 
-    allgather_coalesced = allgather
+    def allgather_coalesced(
+        self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        """outputs[r][i] receives rank r's inputs[i] (allgather's lists, transposed)."""
+        if len(outputs) != self.size():
+            raise ValueError(
+                f"all_gather_coalesced: {len(outputs)} output lists, not {self.size()}"
+            )
+        return self.allgather([list(col) for col in zip(*outputs, strict=True)], inputs, opts)
 
     def allgather_into_tensor_coalesced(
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
+        spec = self.compression and self.compression.spec_for("all_gather", inputs)
+        if spec:
+            job = compression.all_gather_job(spec, self._engine, outputs[0], inputs[0])
+            return self._submit(job, opts, "compressed all_gather", outputs)
         start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
         return self._run(start, opts, "all_gather_into_tensor", outputs, outputs, inputs)
 

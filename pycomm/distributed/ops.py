@@ -142,13 +142,23 @@ def allgather_into_tensor(
                 f"all_gather_into_tensor: output has {out.numel()} elements, "
                 f"expected {size} x {t.numel()}"
             )
-        src = as_bytes(t)
         buf, copy = output_buffer(out, keep_values=False)
-        reqs.append(comm.Iallgather(spec(src), spec(buf)))
+        src = _gather_source(t, buf, comm.Get_rank())
+        reqs.append(comm.Iallgather(MPI.IN_PLACE if src is None else spec(src), spec(buf)))
         if copy:
             back.append((out, buf))
         keep += [src, buf]
     return reqs, _copy_back(back) if back else None, keep
+
+
+def _gather_source(t: torch.Tensor, out: torch.Tensor, rank: int) -> torch.Tensor | None:
+    """What this rank sends to an allgather into ``out``: None when t is already this rank's
+    block of out (FSDP2 gathers in place), a copy when t overlaps out elsewhere."""
+    src = as_bytes(t)
+    nbytes, block = src.numel(), src.data_ptr() - out.data_ptr()
+    if not nbytes or block + nbytes <= 0 or block >= out.numel() * out.element_size():
+        return src
+    return None if block == rank * nbytes else src.clone()
 
 
 def reduce_scatter(

@@ -55,3 +55,14 @@ def test_mismatched_arguments_raise_on_every_rank(ranks: int) -> None:
 def test_point_to_point_checks_size_dtype_and_time() -> None:
     out = run_mpi(SCRIPTS / "check_p2p_checks.py", 2, timeout=90)
     assert "checked point-to-point: passed" in out
+
+
+@pytest.mark.parametrize("ranks", [2, 4])  # 4: a 2 x 2 mesh besides the 1-D ones
+def test_device_mesh_fsdp2_and_tensor_parallel_match_gloo(ranks: int) -> None:
+    assert "passed" in run_mpi(SCRIPTS / "check_mesh.py", ranks, timeout=240)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_compression_policy_trains_close_to_exact_and_checkpoints(ranks: int) -> None:
+    out = run_mpi(SCRIPTS / "check_compression.py", ranks, timeout=240)
+    assert "compression policy: passed" in out

@@ -98,6 +98,15 @@ def check_reduce_scatter() -> None:
         assert max_error(y, exact) <= bound, f"reduce_scatter {codec}"
         req = pycomm.ireduce_scatter(x, codec=codec, op="sum", **kw)
         assert np.array_equal(req.wait(timeout=60), y)
+    # Error feedback: what T steps deliver is T times the sum, less what the ranks still hold.
+    residual, total, steps = np.zeros_like(x), np.zeros(m), 5
+    for _ in range(steps):
+        y = pycomm.reduce_scatter(x, codec="ebq", error_bound=1e-2, residual=residual)
+        total += y
+    assert np.abs(residual).max() > 0, "the residual kept nothing"
+    held = everyone(residual).astype(np.float64).sum(0)[RANK * m : (RANK + 1) * m]
+    exact = everyone(x).astype(np.float64).sum(0)[RANK * m : (RANK + 1) * m]
+    assert max_error(total, steps * exact - held) <= np.abs(exact).max() * steps * 1e-6
 
 
 def check_mismatch() -> None:
