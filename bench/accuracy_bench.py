@@ -12,7 +12,7 @@ sources) and ``torch`` (the concatenated sources of the installed torch's ``nn/m
 and ``distributed/*.py``, written to --out). Prints, and writes to ``OUT/matrix.md``, a table of
 final validation losses and their gap, with the guard's tightenings; ``OUT/<cell>/gap.png`` is
 the gap over the steps. Options after ``--`` go to pycomm.train. A cell already in --out
-(its metrics.json) is not run again.
+(its metrics.json) is not run again; ``--no-run`` only tabulates what --out holds.
 """
 
 from __future__ import annotations
@@ -49,10 +49,15 @@ def torch_corpus(path: Path) -> Path:
     return path
 
 
-def run_cell(layout: str, width: int, corpus: Path | None, steps: int, out: Path, extra: list):
-    """One baseline + compressed job; its metrics.json (None if it failed)."""
+def run_cell(
+    layout: str, width: int, corpus: Path | None, steps: int, out: Path, extra: list, run: bool
+):
+    """One baseline + compressed job; its metrics.json (None if it failed or, without run,
+    has not run)."""
     if (out / "metrics.json").exists():
         return json.loads((out / "metrics.json").read_text())
+    if not run:
+        return None
     dp, tp, pp = (int(v) for v in layout.split("x"))
     python = sys.executable
     cmd = [str(Path(python).parent / "mpiexec"), "-n", str(dp * tp * pp), python]
@@ -100,6 +105,33 @@ def plot_gap(metrics: dict, title: str, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_all(rows: list[dict], path: Path) -> None:
+    """One panel per layout, a line per width and corpus: the gap over the steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layouts = list(dict.fromkeys(r["layout"] for r in rows))
+    cols = min(4, len(layouts))
+    nrows = -(-len(layouts) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.6 * nrows), squeeze=False)
+    for ax, layout in zip(axes.flat, layouts, strict=False):
+        for r in rows:
+            if r["layout"] == layout and r["metrics"] is not None:
+                steps, gap = gaps(r["metrics"])
+                ax.plot(steps, [100 * g for g in gap], label=f"w{r['width']} {r['corpus']}")
+        for level in (100 * GAP_LIMIT, 0, -100 * GAP_LIMIT):
+            ax.axhline(level, color="#888888", ls="--" if level else "-", lw=1)
+        ax.set(title=f"dp x tp x pp = {layout}", xlabel="step", ylabel="gap (%)", ylim=(-2, 2))
+    for ax in list(axes.flat)[len(layouts) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def table(rows: list[dict]) -> str:
     head = (
         "| layout dp x tp x pp | width | corpus | steps | baseline | compressed | gap | "
@@ -108,7 +140,7 @@ def table(rows: list[dict]) -> str:
     lines = [head]
     for r in rows:
         if r["metrics"] is None:
-            lines.append(f"| {r['layout']} | {r['width']} | {r['corpus']} | failed |||||||")
+            lines.append(f"| {r['layout']} | {r['width']} | {r['corpus']} | {r['missing']} |||||||")
             continue
         m = r["metrics"]
         base, comp = m["runs"]
@@ -136,6 +168,9 @@ def main() -> int:
     p.add_argument("--corpora", nargs="+", default=["stdlib", "torch"], choices=["stdlib", "torch"])
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--out", default="runs/accuracy")
+    p.add_argument(
+        "--no-run", dest="run", action="store_false", help="only tabulate the cells in --out"
+    )
     args = p.parse_args(argv)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -145,14 +180,22 @@ def main() -> int:
         for width in args.widths:
             for layout in args.layouts:
                 name = f"{layout}-w{width}-{corpus}-s{args.steps}"
-                metrics = run_cell(layout, width, corpora[corpus], args.steps, out / name, extra)
-                rows.append(dict(layout=layout, width=width, corpus=corpus, metrics=metrics))
+                metrics = run_cell(
+                    layout, width, corpora[corpus], args.steps, out / name, extra, args.run
+                )
+                missing = "failed" if args.run else "not run"
+                rows.append(
+                    dict(
+                        layout=layout, width=width, corpus=corpus, metrics=metrics, missing=missing
+                    )
+                )
                 if metrics is not None:
                     plot_gap(metrics, name, out / name / "gap.png")
                 text = table(rows)
                 (out / "matrix.md").write_text(text + "\n")
     print(text)
-    print(f"wrote {out / 'matrix.md'} and a gap.png per cell")
+    plot_all(rows, out / "gaps.png")
+    print(f"wrote {out / 'matrix.md'}, {out / 'gaps.png'} and a gap.png per cell")
     ok = all(r["metrics"] and abs(r["metrics"]["comparison"]["val_gap"]) <= GAP_LIMIT for r in rows)
     return 0 if ok else 1
 
