@@ -92,7 +92,7 @@ def run(name, hook, make_state, data, args) -> dict:
             times.append(dt)
         losses.append(loss.item())
     stats = getattr(state, "stats", None)
-    ratio = stats.ratio if stats is not None and stats.wire_bytes else None
+    ratio = stats.ratio if stats is not None and stats.frame_bytes else None
     mean_loss = COMM.allreduce(statistics.fmean(losses[-5:]), op=MPI.SUM) / SIZE
     return {"name": name, "step": statistics.median(times), "loss": mean_loss, "ratio": ratio}
 

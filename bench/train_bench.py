@@ -87,7 +87,7 @@ def summary_rows(rate: str, metrics: dict, full_step_ms: float | None) -> list[l
     rows, cost = [], {}
     for run in (base, comp):
         n = run["timed_steps"]
-        wire = sum(o["wire_bytes"] for o in run["ops"].values()) / n
+        wire = sum(o["frame_bytes"] for o in run["ops"].values()) / n
         step_ms = 1e3 * run["timed_s"] / n
         comm_ms = 1e3 * run["comm_s_per_step"]
         wait_ms = 1e3 * run["ops"]["pp"]["wait_s"] / n

@@ -18,6 +18,7 @@ _COLLECTIVES = (
     "CodecSpec",
     "CommStats",
     "CommTimeout",
+    "ErrorFeedback",
     "PeerArgumentError",
     "Request",
     "SettingsMismatchError",

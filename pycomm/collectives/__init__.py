@@ -2,11 +2,13 @@
 
 No torch import here: tensors are taken as buffers. The modules, from the top: the
 collectives (``reduction``: allreduce and reduce_scatter; ``gather``: allgather and bcast;
-``p2p``), the algorithms (``ring``, ``gathered``), the frame transport (``frames``), the error
-budget (``bound``), the codec spec (``spec``), ``buffers``, and under them all the ``engine``
-of each communicator with its ``requests`` and ``waits``.
+``p2p``), the algorithms (``ring``, ``twophase``, ``gathered``) and the error ``feedback``
+they keep, the frame transport (``frames``), the error budget (``bound``), the codec spec
+(``spec``), ``buffers``, and under them all the ``engine`` of each communicator with its
+``requests`` and ``waits``.
 """
 
+from pycomm.collectives.feedback import ErrorFeedback
 from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
 from pycomm.collectives.p2p import irecv, isend, recv, send
 from pycomm.collectives.reduction import allreduce, iallreduce, ireduce_scatter, reduce_scatter
@@ -26,6 +28,7 @@ __all__ = [
     "CodecSpec",
     "CommStats",
     "CommTimeout",
+    "ErrorFeedback",
     "PeerArgumentError",
     "Request",
     "SettingsMismatchError",

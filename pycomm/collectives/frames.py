@@ -15,6 +15,7 @@ import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives.engine import Engine
+from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import SettingsMismatchError
 
 GATHER_TAG = 0x5C1
@@ -51,8 +52,16 @@ class Expect:
         return frame
 
 
-def recv_frame(eng: Engine, comm: MPI.Comm, source: int, tag: int, expect: Expect) -> bytearray:
-    """Receive one frame of unknown size (matched probe, safe with threads), capped, checked."""
+def recv_frame(
+    eng: Engine,
+    comm: MPI.Comm,
+    source: int,
+    tag: int,
+    expect: Expect,
+    stats: CommStats | None = None,
+) -> bytearray:
+    """Receive one frame of unknown size (matched probe, safe with threads), capped, checked;
+    its bytes are counted as received in stats."""
     status = MPI.Status()
     what = f"receive from rank {source}"
     msg = eng.probe(comm, source, tag, status, what)
@@ -67,25 +76,33 @@ def recv_frame(eng: Engine, comm: MPI.Comm, source: int, tag: int, expect: Expec
             f"{expect.count} {expect.dtype} ({cap} bytes)"
         )
     eng.wait([msg.Irecv([buf, MPI.BYTE])], what)
+    if stats is not None:
+        stats.moved(0, n)
     expect.check(buf, f"rank {source}")
     return buf
 
 
 def allgather_frames(
-    eng: Engine, comm: MPI.Comm, frame: object, expect: list[Expect]
+    eng: Engine,
+    comm: MPI.Comm,
+    frame: object,
+    expect: list[Expect],
+    stats: CommStats | None = None,
 ) -> list[memoryview]:
     """Every rank's frame, in rank order, on every rank; rank r's is checked against expect[r].
 
     On 2 ranks one exchange (send mine, probe and receive the peer's), else the sizes, then the
-    frames (``Allgatherv``): two rounds.
+    frames (``Allgatherv``): two rounds. stats counts this rank's frame as sent to each of the
+    others and their frames as received.
     """
-    size = comm.Get_size()
+    size, rank = comm.Get_size(), comm.Get_rank()
     mine = memoryview(frame).cast("B")
+    if stats is not None:
+        stats.moved(mine.nbytes * (size - 1), 0)
     if size == 2:
-        rank = comm.Get_rank()
         peer = 1 - rank
         req = comm.Isend([mine, MPI.BYTE], dest=peer, tag=GATHER_TAG)
-        theirs = recv_frame(eng, comm, peer, GATHER_TAG, expect[peer])
+        theirs = recv_frame(eng, comm, peer, GATHER_TAG, expect[peer], stats)
         eng.wait([req], f"send to rank {peer}")
         return [mine, memoryview(theirs)] if rank == 0 else [memoryview(theirs), mine]
     sizes = np.empty(size, dtype=np.int64)
@@ -102,6 +119,8 @@ def allgather_frames(
     gathered = bytearray(int(sizes.sum()))
     req = comm.Iallgatherv([mine, MPI.BYTE], [gathered, (sizes, displs), MPI.BYTE])
     eng.wait([req], "allgather of frames")
+    if stats is not None:
+        stats.moved(0, int(sizes.sum()) - mine.nbytes)
     view = memoryview(gathered)
     frames = [view[int(d) : int(d + n)] for d, n in zip(displs, sizes, strict=True)]
     for r, (f, e) in enumerate(zip(frames, expect, strict=True)):

@@ -11,6 +11,7 @@ from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
 from pycomm.collectives.requests import Request
 from pycomm.collectives.spec import CodecSpec, make_spec
+from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import SettingsMismatchError
 
 
@@ -20,15 +21,18 @@ def allgather(
     codec: str | CodecSpec | None = "none",
     *,
     out: object | None = None,
+    stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
     """Every rank's x, decoded, as an array of shape (N, x.size), identical on every rank.
 
     A rank's own row is its decoded frame too, not its input. For ebq with mode="rel" each
-    row's bound is relative to that rank's own range.
+    row's bound is relative to that rank's own range. ``stats`` is added to: this rank's frame
+    sent to each other rank, theirs received.
     """
     eng = engine_of(comm)
-    return eng.run(lambda c: _allgather(eng, c, x, codec, out=out, **params), "allgather")
+    job = lambda c: _allgather(eng, c, x, codec, out=out, stats=stats, **params)  # noqa: E731
+    return eng.run(job, "allgather")
 
 
 def iallgather(x: object, comm: MPI.Comm | None = None, codec="none", **kwargs) -> Request:
@@ -42,14 +46,17 @@ def bcast(
     root: int = 0,
     comm: MPI.Comm | None = None,
     codec: str | CodecSpec | None = "none",
+    *,
+    stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
     """Broadcast root's x into x on every rank, through a codec; returns x's flat view.
 
     Root's x is overwritten by the decoded frame too, so every rank holds the same bits.
+    ``stats`` is added to: the root sends its frame to each other rank, they receive it.
     """
     eng = engine_of(comm)
-    return eng.run(lambda c: _bcast(eng, c, x, root, codec, **params), "bcast")
+    return eng.run(lambda c: _bcast(eng, c, x, root, codec, stats=stats, **params), "bcast")
 
 
 def ibcast(x: object, root: int = 0, comm: MPI.Comm | None = None, codec="none", **kw) -> Request:
@@ -59,8 +66,16 @@ def ibcast(x: object, root: int = 0, comm: MPI.Comm | None = None, codec="none",
 
 
 def _allgather(
-    eng: Engine, comm: MPI.Comm, x: object, codec, *, out: object | None = None, **params: object
+    eng: Engine,
+    comm: MPI.Comm,
+    x: object,
+    codec,
+    *,
+    out: object | None = None,
+    stats: CommStats | None = None,
+    **params: object,
 ) -> np.ndarray:
+    stats = CommStats() if stats is None else stats
     size = comm.Get_size()
     try:
         spec = make_spec(codec, **params)
@@ -72,19 +87,32 @@ def _allgather(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allgather", exc)
     eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
+    stats.calls += 1
+    stats.raw_bytes += a.nbytes
     if not spec.compressed:
         eng.wait([comm.Iallgather(a, res)], "allgather")
+        stats.frame_bytes += a.nbytes
+        stats.moved(a.nbytes * (size - 1), a.nbytes * (size - 1))
         return res
     expect = [Expect(spec.codec_kwargs(), a.dtype.name, a.size)] * size
-    frames = allgather_frames(eng, comm, pycodecs.compress(a, **spec.codec_kwargs()), expect)
+    frame = pycodecs.compress(a, **spec.codec_kwargs())
+    stats.frame_bytes += len(frame)
+    frames = allgather_frames(eng, comm, frame, expect, stats)
     for row, frame in zip(res, frames, strict=True):
         pycodecs.decompress(frame, out=row)
     return res
 
 
 def _bcast(
-    eng: Engine, comm: MPI.Comm, x: object, root: int, codec, **params: object
+    eng: Engine,
+    comm: MPI.Comm,
+    x: object,
+    root: int,
+    codec,
+    stats: CommStats | None = None,
+    **params: object,
 ) -> np.ndarray:
+    stats = CommStats() if stats is None else stats
     try:
         spec = make_spec(codec, **params)
         a = as_array(x, writable=True)
@@ -93,8 +121,13 @@ def _bcast(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("bcast", exc)
     eng.agree(f"bcast {spec.codec}", spec.signature("bcast", a.dtype.str, a.size, root))
+    stats.calls += 1
+    stats.raw_bytes += a.nbytes
+    others, is_root = comm.Get_size() - 1, comm.Get_rank() == root
     if not spec.compressed:
         eng.wait([comm.Ibcast(a, root=root)], "bcast")
+        stats.frame_bytes += a.nbytes
+        stats.moved(a.nbytes * others if is_root else 0, 0 if is_root else a.nbytes)
         return a
     kw = spec.codec_kwargs()
     frame = pycodecs.compress(a, **kw) if comm.Get_rank() == root else None
@@ -106,5 +139,7 @@ def _bcast(
     if frame is None:
         frame = bytearray(int(n[0]))
     eng.wait([comm.Ibcast([frame, MPI.BYTE], root=root)], "bcast")
+    stats.frame_bytes += len(frame)
+    stats.moved(len(frame) * others if is_root else 0, 0 if is_root else len(frame))
     pycodecs.decompress(expect.check(frame, f"root {root}"), out=a)
     return a

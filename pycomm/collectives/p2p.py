@@ -34,7 +34,8 @@ def send(
 ) -> None:
     """Send x to dest as one self-describing frame (raw when codec is "none").
 
-    ``stats`` (a CommStats) is added to: this rank's bytes, frame bytes and compression time.
+    ``stats`` (a CommStats) is added to: this rank's bytes, frame bytes (also counted as sent)
+    and compression time.
     """
     t0 = time.perf_counter()
     comm, eng = _usable(comm)
@@ -73,13 +74,16 @@ def recv(
     tag: int = 0,
     comm: MPI.Comm | None = None,
     codec: str | CodecSpec | None = "none",
+    *,
+    stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
-    """Receive a frame from source and decode it into out (size, dtype and codec checked)."""
+    """Receive a frame from source and decode it into out (size, dtype and codec checked);
+    ``stats`` counts the frame's bytes as received."""
     comm, eng = _usable(comm)
     o = as_array(out, writable=True)
     expect = Expect(make_spec(codec, **params).codec_kwargs(), o.dtype.name, o.size)
-    return pycodecs.decompress(recv_frame(eng, comm, source, tag, expect), out=o)
+    return pycodecs.decompress(recv_frame(eng, comm, source, tag, expect, stats), out=o)
 
 
 def irecv(
@@ -88,9 +92,12 @@ def irecv(
     tag: int = 0,
     comm: MPI.Comm | None = None,
     codec: str | CodecSpec | None = "none",
+    *,
+    stats: CommStats | None = None,
     **params: object,
 ) -> Request:
-    """Non-blocking receive into out; wait() decodes and returns out's flat view.
+    """Non-blocking receive into out; wait() decodes and returns out's flat view (and counts
+    its bytes as received in ``stats``).
 
     A frame that is not what out expects fails the request: every wait() raises the error.
     """
@@ -103,6 +110,8 @@ def irecv(
 
     def finish() -> np.ndarray:
         frame = memoryview(buf)[: status.Get_count(MPI.BYTE)]
+        if stats is not None:
+            stats.moved(0, frame.nbytes)
         return pycodecs.decompress(expect.check(frame, f"rank {status.Get_source()}"), out=o)
 
     what = f"receive from rank {source}"
@@ -123,6 +132,7 @@ def _frame(x: object, spec: CodecSpec, stats: CommStats | None = None) -> bytear
     if stats is not None:
         stats.calls += 1
         stats.raw_bytes += a.nbytes
-        stats.wire_bytes += len(frame)
+        stats.frame_bytes += len(frame)
+        stats.moved(len(frame), 0)
         stats.compress_seconds += time.perf_counter() - t0
     return frame

@@ -2,9 +2,10 @@
 bound for ebq.
 
 An allreduce, in order: check the arguments (an error on any rank raises on every rank), agree on
-the settings and, for ebq, on the per-rank bound (one allreduce), pick the algorithm, then
-compress, exchange and decode segment by segment (``ring`` or ``gathered``), the compression of
-segment k+1 overlapping the exchange of segment k. A reduce-scatter is the ring's first half.
+the settings and, for ebq, on the per-rank bound (one allreduce), pick the algorithm
+(``choose``), then compress, exchange and decode segment by segment (``ring``, ``twophase`` or
+``gathered``), the compression of segment k+1 overlapping the exchange of segment k. A
+reduce-scatter is the first half of the ring (ebq) or of the two-phase exchange (quantizers).
 """
 
 from __future__ import annotations
@@ -26,16 +27,18 @@ from pycomm.collectives.buffers import (
     same_buffer,
 )
 from pycomm.collectives.engine import Engine, engine_of
+from pycomm.collectives.feedback import ErrorFeedback
 from pycomm.collectives.gathered import Gathered
 from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Framer, Ring, host_framer
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
+from pycomm.collectives.twophase import TwoPhase
 
-ALGORITHMS = ("auto", "ring", "allgather")
-#: Below this many elements per rank the allgather algorithm wins on latency.
-RING_MIN_COUNT = 1 << 14
+ALGORITHMS = ("auto", "ring", "twophase", "allgather")
+#: Below this many elements in each rank's chunk the gathered algorithm wins on latency.
+MIN_CHUNK_COUNT = 1 << 14
 #: Pipeline segment: compression of one segment overlaps the exchange of the previous one.
 SEGMENT_COUNT = 1 << 21
 
@@ -65,7 +68,10 @@ def allreduce(
     and summed in one fixed order. Returns ``out`` (or a new flat array) as a numpy view.
 
     ``residual`` (x's size and dtype) turns on error feedback: this rank sends x + residual
-    and keeps in residual what its compression lost. ``stats`` (a CommStats) is added to.
+    and keeps in residual what its compression lost. An ``ErrorFeedback`` keeps, besides that
+    residual, what the two-phase algorithm's second compression lost on this rank's chunks.
+    ``stats`` (a CommStats) is added to. ``algorithm``: "auto" (``choose``), "ring" (ebq),
+    "twophase" (quantizers) or "allgather".
 
     ``source`` (a ``Source``): x's values live elsewhere (a device) and are compressed there;
     x is then the host buffer of their size and dtype that receives them only where the
@@ -112,29 +118,33 @@ def _allreduce(
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
         res = output_like(a, out)
         check_in_place(a, res)
+        feedback = residual if isinstance(residual, ErrorFeedback) else None
+        if feedback is not None:  # a source holds the worker residual itself
+            residual = None if source is not None else feedback.worker
         err = None if residual is None else output_like(a, residual)
         if source is not None and (err is not None or source.count != a.size):
             raise ValueError("a source stands for x's values and holds its own residual")
         ef = err is not None or (source is not None and source.has_residual)
         if ef and not spec.caps.error_feedback:
             raise ValueError(f"codec {spec.codec!r} takes no error-feedback residual")
+        _check_algorithm(spec, algorithm)
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
     kw = agreed_kwargs(eng, comm, a, spec, op, "allreduce", algorithm, ef, source=source)
     size = comm.Get_size()
-    if kw is not None:
-        alg = _algorithm(eng, comm, spec, algorithm, a.size, ef, kw)
-    if source is not None and (kw is None or not alg.exact and isinstance(alg, Ring)):
-        err = source.fetch(a)  # the raw values are needed here: a quantizer's ring adds them
+    if source is not None and kw is None:
+        err = source.fetch(a)  # sent uncompressed: the raw values are needed here
         source = None
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err
             err[...] = 0
-        plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum)
-        stats.wire_bytes += a.nbytes
+        plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
+        stats.frame_bytes += a.nbytes
     else:
+        name = choose(spec, size, a.size, algorithm)
+        alg = _make(name, eng, comm, kw, spec.caps.exact_sum, stats, feedback)
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
         _run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
@@ -145,16 +155,41 @@ def _allreduce(
     return res
 
 
-def _algorithm(eng, comm, spec: CodecSpec, algorithm: str, count: int, ef: bool, kw: dict):
-    """The ring for large parts (ebq from 2 ranks: it halves the index additions; quantizers
-    from 3, since their ring compresses again, and never with error feedback), else gathered."""
-    exact, size = spec.caps.exact_sum, comm.Get_size()
-    if algorithm == "auto":
-        big = count >= RING_MIN_COUNT * size and (size > 2 or exact)
-        algorithm = "ring" if big else "allgather"
-    if algorithm == "ring" and ef and not exact:
-        algorithm = "allgather"  # a quantizer's ring compresses again: no residual to keep
-    return (Ring if algorithm == "ring" else Gathered)(eng, comm, kw, exact)
+def choose(spec: CodecSpec, size: int, count: int, algorithm: str = "auto") -> str:
+    """The algorithm of a compressed allreduce of count elements on size ranks.
+
+    "auto" takes the ring for ebq from 2 ranks (exact index sums: no second compression, and
+    half the index additions of the gathered path), the two-phase exchange for quantizers from
+    3 ranks (on 2 it moves the bytes of the gathered path with a second compression), both only
+    when each rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements; else the gathered
+    algorithm (one allgather: fewest rounds).
+    """
+    if algorithm != "auto":
+        return algorithm
+    if count < MIN_CHUNK_COUNT * size:
+        return "allgather"
+    if spec.caps.exact_sum:
+        return "ring" if size >= 2 else "allgather"
+    return "twophase" if size >= 3 else "allgather"
+
+
+def _check_algorithm(spec: CodecSpec, algorithm: str) -> None:
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
+    if not spec.compressed:
+        return
+    if algorithm == "ring" and not spec.caps.exact_sum:
+        raise ValueError(f"the ring adds frames exactly: ebq only, not {spec.codec!r}")
+    if algorithm == "twophase" and spec.caps.exact_sum:
+        raise ValueError("the two-phase exchange is for quantizers; ebq takes the ring")
+
+
+def _make(name: str, eng, comm, kw: dict, exact: bool, stats: CommStats, feedback):
+    if name == "ring":
+        return Ring(eng, comm, kw, stats)
+    if name == "twophase":
+        return TwoPhase(eng, comm, kw, stats, feedback)
+    return Gathered(eng, comm, kw, exact, stats)
 
 
 def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> None:
@@ -170,13 +205,13 @@ def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> 
         t0 = time.perf_counter()
         frames = alg.first(hi - lo, framer(lo, hi))
         stats.compress_seconds += time.perf_counter() - t0
-        stats.wire_bytes += sum(len(f) for f in frames if f is not None)
+        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
         return frames
 
     if len(segments) == 1:
         alg.decode(alg.exchange(first(0, a.size), a), res)
         return
-    pending = [eng.wire().submit(alg.exchange, first(lo, hi), a[lo:hi]) for lo, hi in segments]
+    pending = [eng.wire().submit(alg.exchange, first(lo, hi), a[lo:hi], lo) for lo, hi in segments]
     for (lo, hi), fut in zip(segments, pending, strict=True):
         alg.decode(fut.result(), res[lo:hi])
 
@@ -189,16 +224,19 @@ def reduce_scatter(
     op: str = "sum",
     out: object | None = None,
     residual: object | None = None,
+    stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
     """Reduce x (size N*m) over the N ranks; rank r gets elements [r*m, (r+1)*m) of the result.
 
     The bound of ``allreduce`` holds for each block. Returns ``out`` or a new array of m.
-    ``residual`` (x's size and dtype; exact-sum codecs, ebq) turns on error feedback as in
-    ``allreduce``: this rank sends x + residual and keeps what its compression lost.
+    ``residual`` (x's size and dtype) turns on error feedback as in ``allreduce``: this rank
+    sends x + residual and keeps what its compression lost. ebq takes the ring's first half,
+    quantizers the two-phase exchange's (their block is decoded, not compressed again).
+    ``stats`` counts the bytes moved.
     """
     eng = engine_of(comm)
-    kw = dict(op=op, out=out, residual=residual)
+    kw = dict(op=op, out=out, residual=residual, stats=stats)
     job = lambda c: _reduce_scatter(eng, c, x, codec, **kw, **params)  # noqa: E731
     return eng.run(job, "reduce_scatter")
 
@@ -220,6 +258,7 @@ def _reduce_scatter(
     op: str = "sum",
     out: object | None = None,
     residual: object | None = None,
+    stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
     size, rank = comm.Get_size(), comm.Get_rank()
@@ -233,26 +272,31 @@ def _reduce_scatter(
         m = a.size // size
         res = output_like(a, out, m)
         err = None if residual is None else output_like(a, residual)
-        if err is not None and not (spec.caps.exact_sum or not spec.compressed):
+        if err is not None and not spec.caps.error_feedback:
             raise ValueError(f"reduce_scatter with codec {spec.codec!r} takes no residual")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("reduce_scatter", exc)
+    stats = CommStats() if stats is None else stats
     kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", err is not None)
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err
             err[...] = 0
         full = np.empty_like(a)
-        plain_allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum)
+        plain_allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum, stats=stats)
         res[...] = full[rank * m : (rank + 1) * m]
         return res
-    # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
-    rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
-    ring = Ring(eng, comm, kw, spec.caps.exact_sum)
-    frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
-    if err is not None:
-        err[...] = np.roll(rotated_err, -m)
-    pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
+    if spec.caps.exact_sum:
+        # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
+        rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
+        ring = Ring(eng, comm, kw, stats)
+        frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
+        if err is not None:
+            err[...] = np.roll(rotated_err, -m)
+        pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
+    else:
+        two = TwoPhase(eng, comm, kw, stats)
+        res[...] = two.reduce_scatter(two.first(a.size, host_framer(a, err, kw)), a)
     if op == "mean":
         np.divide(res, size, out=res)
     return res
@@ -264,10 +308,20 @@ def _rotate(a: np.ndarray, m: int) -> np.ndarray:
 
 
 def plain_allreduce(
-    eng: Engine, comm: MPI.Comm, a: np.ndarray, res: np.ndarray, op: str, wide: bool
+    eng: Engine,
+    comm: MPI.Comm,
+    a: np.ndarray,
+    res: np.ndarray,
+    op: str,
+    wide: bool,
+    stats: CommStats | None = None,
 ) -> None:
-    """Uncompressed allreduce into res; ``wide`` sums float32 in float64 and rounds once."""
+    """Uncompressed allreduce into res; ``wide`` sums float32 in float64 and rounds once.
+    stats counts a ring's 2(N-1)/N of the buffer sent and received."""
     size = comm.Get_size()
+    if stats is not None:
+        moved = 2 * (size - 1) * a.size * (8 if wide and a.dtype == np.float32 else a.itemsize)
+        stats.moved(moved // size, moved // size)
     if wide and a.dtype == np.float32:
         acc = a.astype(np.float64)
         eng.wait([comm.Iallreduce(MPI.IN_PLACE, acc, op=MPI.SUM)], "allreduce")

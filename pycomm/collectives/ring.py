@@ -1,14 +1,14 @@
-"""The ring: chunk frames reduced around the ranks, then the reduced chunks gathered.
+"""The ring of exact-sum codecs (ebq): chunk frames summed around the ranks in the index domain,
+then the reduced chunks gathered.
 
 Step by step, for a part of ``count`` elements split into N chunks (one per rank):
-1. ``first``: exact-sum codecs (ebq) compress every chunk once (error feedback per chunk);
-   other codecs compress only the chunk this rank sends first.
+1. ``first``: every chunk compressed once onto the agreed grid (error feedback per chunk).
 2. ``exchange``: N-1 ring steps. At step s a rank sends its partial sum of chunk (rank - s) to
-   the right and combines what comes from the left into its partial sum of chunk (rank - s - 1):
-   ebq adds the frames' integer indices exactly (``ebq_add``); other codecs decode, add this
-   rank's raw chunk and compress again. Each chunk is reduced in one fixed order, so rank r ends
-   with the finished frame of chunk r + 1. An allgather of those frames gives every rank every
-   chunk's frame (reduce_scatter stops before it).
+   the right and adds what comes from the left to its frame of chunk (rank - s - 1): integer
+   indices added exactly (``ebq_add``), so the partial sums need no second compression (their
+   indices grow by about log2(N) bits at most). Rank r ends with the finished frame of chunk
+   r + 1; an allgather of those frames gives every rank every chunk's frame (reduce_scatter
+   stops before it). Quantizers, which cannot add frames, take ``twophase`` instead.
 3. ``decode``: every rank decodes the same bytes, so every rank holds the same bits.
 """
 
@@ -23,6 +23,7 @@ from mpi4py import MPI
 from pycomm.collectives.buffers import chunk_bounds
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.frames import Expect, allgather_frames, recv_frame
+from pycomm.collectives.stats import CommStats
 
 RING_TAG = 0x5C0
 
@@ -50,22 +51,18 @@ def host_framer(part: np.ndarray, residual: np.ndarray | None, kw: dict) -> Fram
 
 
 class Ring:
-    """The ring allreduce (and reduce-scatter) of one part on one communicator."""
+    """The ring allreduce (and reduce-scatter) of one part on one communicator (ebq)."""
 
-    def __init__(self, eng: Engine, comm: MPI.Comm, kw: dict, exact: bool) -> None:
-        self.eng, self.comm, self.kw, self.exact = eng, comm, kw, exact
+    def __init__(
+        self, eng: Engine, comm: MPI.Comm, kw: dict, stats: CommStats | None = None
+    ) -> None:
+        self.eng, self.comm, self.kw = eng, comm, kw
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
+        self.stats = CommStats() if stats is None else stats
 
     def first(self, count: int, frame: Framer) -> list:
-        """The frames this rank makes of a part of count elements before the ring starts
-        (step 1); error feedback only with an exact-sum codec (a quantizer's ring compresses
-        again: nothing to keep)."""
-        bounds = chunk_bounds(count, self.size)
-        if self.exact:
-            return [frame(lo, hi, True) for lo, hi in bounds]
-        frames: list = [None] * self.size
-        frames[self.rank] = frame(*bounds[self.rank], False)
-        return frames
+        """Step 1: the frames of a part of count elements, one per chunk, with error feedback."""
+        return [frame(lo, hi, True) for lo, hi in chunk_bounds(count, self.size)]
 
     def reduce_scatter(self, frames: list, part: np.ndarray) -> object:
         """Step 2's ring: the reduced frame of chunk (rank + 1) % N."""
@@ -75,29 +72,23 @@ class Ring:
         for step in range(size - 1):
             send_idx, recv_idx = (rank - step) % size, (rank - step - 1) % size
             req = comm.Isend([frames[send_idx], MPI.BYTE], dest=right, tag=RING_TAG)
+            self.stats.moved(len(frames[send_idx]), 0)
             lo, hi = bounds[recv_idx]
-            received = recv_frame(
-                eng, comm, left, RING_TAG, Expect(self.kw, part.dtype.name, hi - lo)
-            )
+            expect = Expect(self.kw, part.dtype.name, hi - lo)
+            received = recv_frame(eng, comm, left, RING_TAG, expect, self.stats)
             eng.wait([req], f"ring step {step} (send to rank {right})")
-            frames[recv_idx] = self._combine(received, frames[recv_idx], part[lo:hi])
+            frames[recv_idx] = pycodecs.ebq_add(received, frames[recv_idx])
         return frames[(rank + 1) % size]
 
-    def _combine(self, received: bytearray, mine: object, chunk: np.ndarray) -> object:
-        if self.exact:
-            return pycodecs.ebq_add(received, mine)
-        acc = pycodecs.decompress(received, out=np.empty_like(chunk))
-        with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate, by policy
-            acc += chunk
-        return compress(acc, self.kw)
-
-    def exchange(self, frames: list, part: np.ndarray) -> list:
-        """Step 2 whole: every chunk's reduced frame, in chunk order, on every rank."""
+    def exchange(self, frames: list, part: np.ndarray, offset: int = 0) -> list:
+        """Step 2 whole: every chunk's reduced frame, in chunk order, on every rank (offset,
+        where part starts in the buffer, matters to ``twophase`` only)."""
         size = self.size
         bounds = chunk_bounds(part.size, size)
         owned = [bounds[(r + 1) % size] for r in range(size)]  # rank r holds chunk r + 1
         expect = [Expect(self.kw, part.dtype.name, hi - lo) for lo, hi in owned]
-        gathered = allgather_frames(self.eng, self.comm, self.reduce_scatter(frames, part), expect)
+        reduced = self.reduce_scatter(frames, part)
+        gathered = allgather_frames(self.eng, self.comm, reduced, expect, self.stats)
         return [gathered[(c - 1) % size] for c in range(size)]
 
     def decode(self, frames: list, out: np.ndarray) -> None:

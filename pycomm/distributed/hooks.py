@@ -88,7 +88,7 @@ class CompressHookState:
         self.comm = comm
         self.iteration = 0
         self.stats = pycomm.CommStats()
-        self.residuals: dict[tuple, np.ndarray | torch.Tensor] = {}
+        self.residuals: dict[tuple, pycomm.ErrorFeedback] = {}
         self._by_param: dict[int, tuple[np.ndarray | torch.Tensor, int]] = {}
         self._made_comm = False
         self.staging: dict[int, torch.Tensor] = {}  # device buckets' pinned host mirrors
@@ -121,13 +121,17 @@ class CompressHookState:
             self.comm.Free()
         self.comm, self._made_comm = None, False
 
-    def residual_for(self, bucket: dist.GradBucket, like: np.ndarray | torch.Tensor) -> object:
-        """This bucket's residual, of like's type, dtype and device (a numpy array, or a
-        tensor for the device codecs); after DDP rebuilds its buckets, carried over by
-        parameter."""
+    def residual_for(
+        self, bucket: dist.GradBucket, like: np.ndarray | torch.Tensor
+    ) -> pycomm.ErrorFeedback:
+        """This bucket's error feedback: its worker residual of like's type, dtype and device
+        (a numpy array, or a tensor for the device codecs) and the two-phase algorithm's
+        server residuals. After DDP rebuilds its buckets the worker residual is carried over
+        by parameter (the server residuals, kept by position, start afresh)."""
         params = bucket.parameters()
         key = (bucket.index(), tuple(p.numel() for p in params))
-        r = self.residuals.get(key)
+        fb = self.residuals.get(key)
+        r = None if fb is None else fb.worker
         if r is None or not _same_kind(r, like):
             r = np.zeros(sum(key[1]), like.dtype) if isinstance(like, np.ndarray) else None
             r = torch.zeros(sum(key[1]), dtype=like.dtype, device=like.device) if r is None else r
@@ -138,12 +142,12 @@ class CompressHookState:
                     r[offset : offset + n] = old[0][old[1] : old[1] + n]
                 offset += n
             self.residuals = {k: v for k, v in self.residuals.items() if k[0] != key[0]}
-            self.residuals[key] = r
+            fb = self.residuals[key] = pycomm.ErrorFeedback(r)
         offset = 0
         for p, n in zip(params, key[1], strict=True):
             self._by_param[id(p)] = (r, offset)
             offset += n
-        return r
+        return fb
 
     def __getstate__(self) -> dict:
         skip = ("process_group", "comm", "_by_param", "_made_comm", "staging")
@@ -241,7 +245,7 @@ def _allreduce_bucket(
             if not _all_finite(x):
                 state.stats.nonfinite += 1
                 if residual is not None:
-                    residual.fill(0)
+                    residual.reset()
             if flat is not buf:
                 buf.copy_(flat)
             fut.set_result(buf)

@@ -31,7 +31,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -210,19 +209,21 @@ def allreduce_bucket(
         if not hooks._all_finite(x):
             state.stats.nonfinite += 1
             if residual is not None:
-                residual.fill(0) if isinstance(residual, np.ndarray) else source.zero_residual()
+                _forget(residual, source if device else None)
 
     if bucket.is_last():
         state.iteration += 1
     if device:
-        source = DeviceSource(flat, residual, _scratch(state, flat))
+        worker = None if residual is None else residual.worker
+        source = DeviceSource(flat, worker, _scratch(state, flat))
+        kw["residual"] = residual  # its server residuals; the source holds the worker's
         req = pycomm.iallreduce(
             x, state.communicator(), spec, out=x, source=source, segment=hooks.SEGMENT_COUNT, **kw
         )
         return landed(req, flat, host, after=after, result=buf)
 
     def start(lo: int, hi: int) -> pycomm.Request:
-        res = None if residual is None else residual[lo:hi]
+        res = None if residual is None else residual.part(lo, hi)
         out = x[lo:hi]
         return pycomm.iallreduce(
             out, state.communicator(), spec, out=out, residual=res, segment=hi - lo, **kw
@@ -230,6 +231,16 @@ def allreduce_bucket(
 
     segments = chunk_bounds(n, -(-n // hooks.SEGMENT_COUNT)) if n else []
     return staged(flat, host, segments, start, after=after, result=buf)
+
+
+def _forget(feedback: pycomm.ErrorFeedback, source: DeviceSource | None) -> None:
+    """Empty a bucket's error feedback; a device residual is zeroed on the source's stream."""
+    if source is None:
+        feedback.reset()
+        return
+    source.zero_residual()
+    for r in feedback.server.values():
+        r.fill(0)
 
 
 def _mirror(state: Any, index: int, flat: torch.Tensor) -> torch.Tensor:

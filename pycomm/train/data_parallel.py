@@ -110,7 +110,7 @@ class DataParallel:
         before = (
             stats.calls,
             stats.raw_bytes,
-            stats.wire_bytes,
+            stats.frame_bytes,
             stats.compress_seconds,
             stats.total_seconds,
         )
@@ -122,7 +122,7 @@ class DataParallel:
         meter.comm_s += max(0.0, done - self._state.last_bucket_at)
         meter.calls += stats.calls - before[0]
         meter.raw_bytes += stats.raw_bytes - before[1]
-        meter.wire_bytes += stats.wire_bytes - before[2]
+        meter.frame_bytes += stats.frame_bytes - before[2]
         meter.background_s += stats.total_seconds - before[4]
         self._measure()
         if self._replicated is not None:

@@ -28,7 +28,7 @@ class OpMeter:
 
     calls: int = 0
     raw_bytes: int = 0  #: bytes of this rank's outgoing data before compression
-    wire_bytes: int = 0  #: bytes this rank put on the wire for them
+    frame_bytes: int = 0  #: bytes this rank put on the wire for them
     codec_s: float = 0.0
     comm_s: float = 0.0
     wait_s: float = 0.0

@@ -62,7 +62,7 @@ class PipeLink:
         if self.spec.compressed:
             stats = pycomm.CommStats()
             req: Any = pycomm.isend(src, dest, 2 * tag + 1, self.comm, self.spec, stats=stats)
-            codec_s, wire = stats.compress_seconds, stats.wire_bytes
+            codec_s, wire = stats.compress_seconds, stats.frame_bytes
             sample = None if self.guard is None else self.guard.sample("pp")
             if sample is not None:
                 sample.add(_round_trip(src.numpy(), self.spec), src)
@@ -75,7 +75,7 @@ class PipeLink:
         meter.comm_s += time.perf_counter() - t0 - codec_s
         meter.calls += 1
         meter.raw_bytes += src.nbytes
-        meter.wire_bytes += wire
+        meter.frame_bytes += wire
         self._sends.append((req, env, stamp))
         self._track(1)
 

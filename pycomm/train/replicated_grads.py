@@ -73,7 +73,7 @@ class ReplicatedGradients:
             offset += p.numel()
         meter.calls += stats.calls
         meter.raw_bytes += stats.raw_bytes
-        meter.wire_bytes += stats.wire_bytes
+        meter.frame_bytes += stats.frame_bytes
         meter.codec_s += stats.compress_seconds
         meter.comm_s += time.perf_counter() - t0 - stats.compress_seconds
         if sample is not None:

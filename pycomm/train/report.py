@@ -28,7 +28,7 @@ def merge(records: list[RankRecord]) -> dict:
     for k in OPERATORS:
         per_rank = [r.ops[k] for r in records]
         ops[k] = {
-            f: float(sum(p[f] for p in per_rank)) for f in ("calls", "raw_bytes", "wire_bytes")
+            f: float(sum(p[f] for p in per_rank)) for f in ("calls", "raw_bytes", "frame_bytes")
         }
         for f in ("codec_s", "comm_s", "wait_s", "background_s"):
             ops[k][f] = float(np.mean([p[f] for p in per_rank]))
@@ -84,10 +84,10 @@ def operator_table(run: dict) -> str:
     for k in OPERATORS:
         o = run["ops"][k]
         t = o["codec_s"] + o["comm_s"]
-        ratio = o["raw_bytes"] / o["wire_bytes"] if o["wire_bytes"] else float("nan")
+        ratio = o["raw_bytes"] / o["frame_bytes"] if o["frame_bytes"] else float("nan")
         lines.append(
             f"{LABELS[k]:<22}{o['calls']:>8.0f}{1e3 * t / n:>10.1f}{1e3 * o['codec_s'] / n:>10.1f}"
-            f"{_pct(t, total):>8}{o['raw_bytes'] / 1e6:>10.2f}{o['wire_bytes'] / 1e6:>10.2f}"
+            f"{_pct(t, total):>8}{o['raw_bytes'] / 1e6:>10.2f}{o['frame_bytes'] / 1e6:>10.2f}"
             f"{ratio:>7.2f}"
         )
     wait = run["ops"]["pp"]["wait_s"]
@@ -179,7 +179,7 @@ def _change(removed: float) -> str:
 
 
 def _wire(run: dict) -> float:
-    return sum(o["wire_bytes"] for o in run["ops"].values())
+    return sum(o["frame_bytes"] for o in run["ops"].values())
 
 
 def _pct(part: float, whole: float) -> str:

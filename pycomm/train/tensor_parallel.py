@@ -67,7 +67,7 @@ class TensorParallel:
             meter.comm_s += time.perf_counter() - t0
             meter.calls += 1
             meter.raw_bytes += src.nbytes
-            meter.wire_bytes += src.nbytes
+            meter.frame_bytes += src.nbytes
         return out.to(x.dtype)
 
     def close(self) -> None:
@@ -77,7 +77,7 @@ class TensorParallel:
 def _add_stats(meter: OpMeter, stats: pycomm.CommStats) -> None:
     meter.calls += stats.calls
     meter.raw_bytes += stats.raw_bytes
-    meter.wire_bytes += stats.wire_bytes
+    meter.frame_bytes += stats.frame_bytes
     meter.codec_s += stats.compress_seconds
     meter.comm_s += stats.comm_seconds
 

@@ -17,7 +17,7 @@ N = 3000
     ("codec", "params", "algorithm", "ef"),
     [
         ("int8", {}, "auto", True),  # gathered, error feedback on the device
-        ("int8", {}, "ring", False),  # a quantizer's ring adds raw values: fetched
+        ("int8", {}, "twophase", True),  # frames and error feedback on the device
         ("ebq", {"error_bound": 1e-3, "mode": "rel"}, "ring", True),  # exact sums of frames
         ("ebq", {"error_bound": 1e-30}, "auto", True),  # bound out of reach: fetched, sent exact
         ("none", {}, "auto", True),  # uncompressed: fetched, the residual sent along

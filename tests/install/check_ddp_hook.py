@@ -29,7 +29,7 @@ for _ in range(12):
     opt.step()
     losses.append(loss.item())
 assert losses[-1] < 0.8 * losses[0], losses
-assert state.stats.wire_bytes < state.stats.raw_bytes / 2, state.stats
+assert state.stats.frame_bytes < state.stats.raw_bytes / 2, state.stats
 flat = torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
 assert all((flat == other).all() for other in MPI.COMM_WORLD.allgather(flat)), "weights differ"
 dist.destroy_process_group()

@@ -52,7 +52,8 @@ def train(state: CompressHookState) -> tuple[list[float], torch.nn.Module, int]:
             assert step in BAD_STEPS, f"step {step} counted as non-finite"
             assert state.stats.nonfinite == before + 1, "one bucket holds the bad gradient"
         for r in state.residuals.values():
-            assert np.isfinite(r).all(), f"step {step}: residual poisoned"
+            assert np.isfinite(r.worker).all(), f"step {step}: residual poisoned"
+            assert all(np.isfinite(s).all() for s in r.server.values()), step
         losses.append(loss.item())
     return losses, model, skipped
 

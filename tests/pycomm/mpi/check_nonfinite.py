@@ -129,11 +129,10 @@ def main() -> None:
     names = list(CODECS)
     for name in names:
         for n in (1, 7, 40_001):
-            for algorithm in ("ring", "allgather"):
+            ring = "ring" if name.startswith("ebq") else "twophase"
+            for algorithm in (ring, "allgather"):
                 ef = (False, True) if name != "none" else (False,)
                 for e in ef:
-                    if e and algorithm == "ring" and not name.startswith("ebq"):
-                        continue  # EF with a quantizer takes the allgather algorithm
                     check_allreduce(name, n, algorithm, e)
         check_reduce_scatter(name)
         check_gather_bcast(name)

@@ -29,7 +29,7 @@ for codec, bound in (("none", 0.0), ("ebq:abs:1e-3", 1e-3)):
         link.send(-x, 1, tag=2)
         link.finish_sends()
         assert pp.calls == 3 and pp.raw_bytes == 3 * x.numel() * 4
-        assert (pp.wire_bytes < pp.raw_bytes) == (codec != "none"), pp
+        assert (pp.frame_bytes < pp.raw_bytes) == (codec != "none"), pp
     else:
         pending = [link.post_recv(shape, 0, tag) for tag in range(3)]
         got = [link.wait(p) for p in pending]

@@ -48,7 +48,7 @@ y.backward(upstream)
 assert torch.equal(x.grad, upstream)
 fwd, bwd = tp.meters.ops["tp_fwd"], tp.meters.ops["tp_bwd"]
 assert (fwd.calls, bwd.calls) == (1, 0), (fwd, bwd)
-assert fwd.wire_bytes < fwd.raw_bytes == x.numel() * 4
+assert fwd.frame_bytes < fwd.raw_bytes == x.numel() * 4
 tp.close()
 
 # 2. backward codec: forward is the identity, the input-gradient sum goes through bwd.
@@ -63,7 +63,7 @@ assert not torch.equal(x.grad.double(), exact_sum(g)), "the backward codec was n
 assert same_on_all_ranks(x.grad)
 fwd, bwd = tp.meters.ops["tp_fwd"], tp.meters.ops["tp_bwd"]
 assert (fwd.calls, bwd.calls) == (0, 1), (fwd, bwd)
-assert bwd.wire_bytes < bwd.raw_bytes
+assert bwd.frame_bytes < bwd.raw_bytes
 tp.close()
 
 # 3. a whole block: tight codecs give the full block's output and gradients.

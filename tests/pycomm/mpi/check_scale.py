@@ -1,0 +1,105 @@
+"""Compression at scale: bytes really moved (CommStats), the two-phase quantizer allreduce and
+its error feedback, the node hierarchy. Prints "scale: passed" on rank 0."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import numpy as np
+from _check import COMM, QUANTIZERS, RANK, SIZE, everyone, params, same_everywhere
+
+import pycomm
+
+
+def check_stats() -> None:
+    """sent/recv count what really crossed to other ranks; frame_bytes only this rank's frames."""
+    x = np.random.default_rng(RANK).standard_normal(10_000 + 7 * RANK).astype(np.float32)
+    stats = pycomm.CommStats()
+    pycomm.allgather(x[:10_000], codec="int8", stats=stats)
+    frames = everyone(np.array([stats.frame_bytes]))[:, 0]
+    assert stats.sent_bytes == frames[RANK] * (SIZE - 1), stats
+    assert stats.recv_bytes == frames.sum() - frames[RANK], (stats, frames)
+    stats = pycomm.CommStats()
+    y = x[:10_000].copy()
+    pycomm.bcast(y, root=SIZE - 1, codec="int8", stats=stats)
+    root = RANK == SIZE - 1
+    assert stats.sent_bytes == (stats.frame_bytes * (SIZE - 1) if root else 0), stats
+    assert stats.recv_bytes == (0 if root else stats.frame_bytes), stats
+    n = 1 << 16
+    stats = pycomm.CommStats()
+    pycomm.allreduce(x[:n] if x.size >= n else np.ones(n, np.float32), stats=stats)
+    ring = 2 * (SIZE - 1) * n * 4 // SIZE
+    assert (stats.sent_bytes, stats.recv_bytes) == (ring, ring), stats
+    stats = pycomm.CommStats()
+    pycomm.allreduce(np.ones(n, np.float32), codec="ebq", error_bound=1e-3, stats=stats)
+    totals = everyone(np.array([stats.sent_bytes, stats.recv_bytes]))
+    assert totals[:, 0].sum() == totals[:, 1].sum(), totals  # what is sent is received
+    assert (stats.sent_bytes > 0) == (SIZE > 1), stats
+
+
+def check_twophase() -> None:
+    """Identical bits for every quantizer, odd sizes, fewer elements than ranks, empty."""
+    for codec in ("raw", *QUANTIZERS):
+        for n in (0, 1, SIZE - 1, SIZE + 1, 1001, 40_003):
+            x = np.random.default_rng(RANK + n).standard_normal(n).astype(np.float32)
+            fb = pycomm.ErrorFeedback(np.zeros(n, np.float32))
+            for residual in (None, fb):
+                y = pycomm.allreduce(
+                    x, codec=codec, algorithm="twophase", residual=residual, **params(codec)
+                )
+                same_everywhere(y, f"twophase {codec} n={n}")
+                exact = everyone(x).astype(np.float64).sum(0)
+                if codec == "raw":
+                    assert np.allclose(y, exact, rtol=1e-5, atol=1e-5), codec
+    x = np.arange(10 * SIZE, dtype=np.float32) + RANK
+    got = pycomm.reduce_scatter(x, codec="int8", op="sum")
+    exact = everyone(x).astype(np.float64).sum(0)[RANK * 10 : (RANK + 1) * 10]
+    assert np.allclose(got, exact, rtol=0.02, atol=0.02 * np.abs(exact).max()), (got, exact)
+
+
+def check_feedback_no_drift() -> None:
+    """Repeating one allreduce with error feedback: what the results miss of T times the exact
+    sum is exactly what the worker and server residuals hold, so their mean converges to it."""
+    n, steps = 50_000, 40
+    x = np.random.default_rng(7 + RANK).standard_normal(n).astype(np.float32)
+    exact = everyone(x).astype(np.float64).sum(0)
+    for codec in ("int8", "sign", "int4"):
+        fb = pycomm.ErrorFeedback(np.zeros(n, np.float32))
+        total = np.zeros(n)
+        for _ in range(steps):
+            y = pycomm.allreduce(x, codec=codec, algorithm="twophase", residual=fb, segment=20_000)
+            total += y
+        once = pycomm.allreduce(x, codec=codec, algorithm="twophase")
+        server = np.zeros(n)
+        for (lo, hi), r in fb.server.items():
+            server[lo:hi] += r
+        held = everyone(fb.worker).astype(np.float64).sum(0) + COMM.allreduce(server)
+        scale = np.abs(exact).max()
+        gap = np.abs(total + held - steps * exact).max()
+        assert gap <= 1e-5 * steps * scale, f"{codec}: drift {gap}"
+        with_ef = np.sqrt(np.mean((total / steps - exact) ** 2))  # rms errors
+        without = np.sqrt(np.mean((once - exact) ** 2))
+        assert with_ef < 0.25 * without, f"{codec}: EF mean off by {with_ef}, without {without}"
+        back = pickle.loads(pickle.dumps(fb))
+        assert np.array_equal(back.worker, fb.worker) and back.server.keys() == fb.server.keys()
+        assert all(np.array_equal(back.server[k], v) for k, v in fb.server.items())
+
+
+CHECKS = {
+    "stats": check_stats,
+    "twophase": check_twophase,
+    "feedback": check_feedback_no_drift,
+}
+
+
+def main() -> None:
+    for name in sys.argv[1:] or CHECKS:
+        CHECKS[name]()
+    COMM.Barrier()
+    if RANK == 0:
+        print("scale: passed on", SIZE, "ranks")
+
+
+if __name__ == "__main__":
+    main()
