@@ -109,7 +109,7 @@ def phases(args) -> None:
     e_kw = dict(codec="ebq", error_bound=args.bound * float(np.ptp(x)) / SIZE, mode="abs")
     reps = 3
     frames = []
-    ring = Ring(eng, eng.comm, e_kw, exact=True)
+    ring = Ring(eng, eng.comm, e_kw)
     t_comp = timed(lambda: frames.append(ring.first(x.size, host_framer(x, None, e_kw))), reps)
     got = []
     t_wire = timed(lambda: got.append(ring.exchange(list(frames[-1]), x)), reps)

@@ -11,9 +11,18 @@ final rounding adds u*N*(M + e), the mean's division u*(M + E), and outliers (Na
 element the grid cannot meet, sent exactly) are added in the dtype along the ring, at most N-1
 roundings of at most u*N*(M + e) each. ``rank_bound`` picks the largest e that keeps the total
 within the user's bound E, or returns None when the dtype cannot meet E at this magnitude.
+
+With the node hierarchy (``node_bound``) a node of k ranks first sums its inputs in float64 and
+rounds the sum once to the dtype: off by at most k*M*(u + 2(k-1)*2^-53) (u the dtype's unit
+roundoff; 2(k-1)*2^-53 covers the float64 summation with room for second-order terms), so all
+nodes together by at most N*M*(u + 2*K*2^-53) for N ranks and K on the largest node. The L
+leaders then run the flat arithmetic above on node sums of magnitude at most K*M*(1 + u), for
+the budget that is left; a mean divides the final sum by N once, rounding by u*(M + E).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from mpi4py import MPI
@@ -46,6 +55,20 @@ def rank_bound(
     return e
 
 
+def node_bound(
+    bound: float, nodes: Sequence[int], magnitude: float, mean: bool, dtype: np.dtype
+) -> float | None:
+    """Per-leader bound e of the hierarchy (``nodes``: ranks of each node) for a final bound
+    ``bound`` on the sum (or the mean, if ``mean``) of every rank's input; None if the dtype
+    cannot meet it."""
+    u, n, big = unit_roundoff(dtype), float(sum(nodes)), max(nodes)
+    target = bound * n if mean else bound  # the budget of the undivided sum
+    if mean:
+        target -= n * u * (magnitude + bound)  # the division's rounding, in units of the sum
+    target -= n * magnitude * (u + 2 * big * DOUBLE_ROUNDOFF)  # the nodes' sums
+    return rank_bound(target, len(nodes), big * magnitude * (1 + u), False, dtype)
+
+
 def agreed_kwargs(
     eng: Engine,
     comm: MPI.Comm,
@@ -55,6 +78,7 @@ def agreed_kwargs(
     what: str,
     *extra: object,
     source: Source | None = None,
+    budget: Callable[[float, float, bool, np.dtype], float | None] | None = None,
 ) -> dict | None:
     """Agree on the settings across ranks; the pycodecs keywords, or None to go uncompressed.
 
@@ -63,7 +87,9 @@ def agreed_kwargs(
     ranks' finite inputs; ``mode="rms"``: relative to the largest root-mean-square of a rank's
     finite inputs; either agreed in the same allreduce); None also when the dtype cannot meet
     that bound at this magnitude. ``source`` (a ``Source``) gives these statistics when a's
-    values live elsewhere.
+    values live elsewhere. ``budget(bound, magnitude, mean, dtype)`` gives the per-rank bound
+    once the ranks agree (``rank_bound`` on comm's ranks by default; the hierarchy's
+    ``node_bound``).
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} {spec.codec} {a.dtype} x{a.size} {op}"
@@ -80,7 +106,10 @@ def agreed_kwargs(
         hi, neg_lo = eng.agree(label, sig, (hi, -lo))
         top = max(abs(hi), abs(neg_lo))
         bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
-    e = rank_bound(bound, comm.Get_size(), top, op == "mean", a.dtype)
+    if budget is None:
+        e = rank_bound(bound, comm.Get_size(), top, op == "mean", a.dtype)
+    else:
+        e = budget(bound, top, op == "mean", a.dtype) if a.size else None
     if e is None or a.size == 0:
         return None
     return spec.codec_kwargs(error_bound=e, mode="abs")

@@ -16,6 +16,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
+from pycomm.collectives import hierarchy
 from pycomm.collectives.bound import agreed_kwargs
 from pycomm.collectives.buffers import (
     as_array,
@@ -28,17 +29,14 @@ from pycomm.collectives.buffers import (
 )
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.feedback import ErrorFeedback
-from pycomm.collectives.gathered import Gathered
+from pycomm.collectives.plan import Plan, check_algorithm, make, run_segments
 from pycomm.collectives.requests import Request
-from pycomm.collectives.ring import Framer, Ring, host_framer
+from pycomm.collectives.ring import Ring, host_framer
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
 from pycomm.collectives.twophase import TwoPhase
 
-ALGORITHMS = ("auto", "ring", "twophase", "allgather")
-#: Below this many elements in each rank's chunk the gathered algorithm wins on latency.
-MIN_CHUNK_COUNT = 1 << 14
 #: Pipeline segment: compression of one segment overlaps the exchange of the previous one.
 SEGMENT_COUNT = 1 << 21
 
@@ -70,8 +68,10 @@ def allreduce(
     ``residual`` (x's size and dtype) turns on error feedback: this rank sends x + residual
     and keeps in residual what its compression lost. An ``ErrorFeedback`` keeps, besides that
     residual, what the two-phase algorithm's second compression lost on this rank's chunks.
-    ``stats`` (a CommStats) is added to. ``algorithm``: "auto" (``choose``), "ring" (ebq),
-    "twophase" (quantizers) or "allgather".
+    ``stats`` (a CommStats) is added to. ``algorithm``: "auto" (``plan.choose``), "ring"
+    (ebq), "twophase" (quantizers), "allgather" or "hierarchy" (ranks of a node sum
+    uncompressed, node leaders compress; see ``hierarchy``; a source's values are then
+    fetched to the host and, on a leader, its worker residual is not kept).
 
     ``source`` (a ``Source``): x's values live elsewhere (a device) and are compressed there;
     x is then the host buffer of their size and dtype that receives them only where the
@@ -114,8 +114,6 @@ def _allreduce(
         a = as_array(x)
         check_reducible(a)
         check_op(op)
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
         res = output_like(a, out)
         check_in_place(a, res)
         feedback = residual if isinstance(residual, ErrorFeedback) else None
@@ -127,14 +125,16 @@ def _allreduce(
         ef = err is not None or (source is not None and source.has_residual)
         if ef and not spec.caps.error_feedback:
             raise ValueError(f"codec {spec.codec!r} takes no error-feedback residual")
-        _check_algorithm(spec, algorithm)
+        check_algorithm(spec, algorithm)
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
-    kw = agreed_kwargs(eng, comm, a, spec, op, "allreduce", algorithm, ef, source=source)
+    plan = Plan(eng, comm, spec, algorithm, a.size)
+    what = ("allreduce", algorithm, ef)
+    kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
     size = comm.Get_size()
-    if source is not None and kw is None:
-        err = source.fetch(a)  # sent uncompressed: the raw values are needed here
+    if source is not None and (kw is None or plan.name == "hierarchy"):
+        err = source.fetch(a)  # the raw values are needed here (sent exactly, or node sums)
         source = None
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
@@ -142,78 +142,20 @@ def _allreduce(
             err[...] = 0
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
         stats.frame_bytes += a.nbytes
+    elif plan.name == "hierarchy":
+        hierarchy.allreduce(eng, plan.layout, a, res, err, spec, kw, segment, stats, feedback)
+        if op == "mean":
+            np.divide(res, size, out=res)
     else:
-        name = choose(spec, size, a.size, algorithm)
-        alg = _make(name, eng, comm, kw, spec.caps.exact_sum, stats, feedback)
+        alg = make(plan.name, eng, comm, kw, spec.caps.exact_sum, stats, feedback)
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
-        _run_segments(eng, alg, a, res, err, segments, stats, source)
+        run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
-
-
-def choose(spec: CodecSpec, size: int, count: int, algorithm: str = "auto") -> str:
-    """The algorithm of a compressed allreduce of count elements on size ranks.
-
-    "auto" takes the ring for ebq from 2 ranks (exact index sums: no second compression, and
-    half the index additions of the gathered path), the two-phase exchange for quantizers from
-    3 ranks (on 2 it moves the bytes of the gathered path with a second compression), both only
-    when each rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements; else the gathered
-    algorithm (one allgather: fewest rounds).
-    """
-    if algorithm != "auto":
-        return algorithm
-    if count < MIN_CHUNK_COUNT * size:
-        return "allgather"
-    if spec.caps.exact_sum:
-        return "ring" if size >= 2 else "allgather"
-    return "twophase" if size >= 3 else "allgather"
-
-
-def _check_algorithm(spec: CodecSpec, algorithm: str) -> None:
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
-    if not spec.compressed:
-        return
-    if algorithm == "ring" and not spec.caps.exact_sum:
-        raise ValueError(f"the ring adds frames exactly: ebq only, not {spec.codec!r}")
-    if algorithm == "twophase" and spec.caps.exact_sum:
-        raise ValueError("the two-phase exchange is for quantizers; ebq takes the ring")
-
-
-def _make(name: str, eng, comm, kw: dict, exact: bool, stats: CommStats, feedback):
-    if name == "ring":
-        return Ring(eng, comm, kw, stats)
-    if name == "twophase":
-        return TwoPhase(eng, comm, kw, stats, feedback)
-    return Gathered(eng, comm, kw, exact, stats)
-
-
-def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> None:
-    """Compress, exchange and decode each segment; with several, compression of segment k+1
-    (this thread) overlaps the exchange of segment k (the engine's wire thread)."""
-
-    def framer(lo: int, hi: int) -> Framer:
-        if source is None:
-            return host_framer(a[lo:hi], None if err is None else err[lo:hi], alg.kw)
-        return lambda clo, chi, ef: source.frame(lo + clo, lo + chi, alg.kw, ef)
-
-    def first(lo: int, hi: int) -> list:
-        t0 = time.perf_counter()
-        frames = alg.first(hi - lo, framer(lo, hi))
-        stats.compress_seconds += time.perf_counter() - t0
-        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
-        return frames
-
-    if len(segments) == 1:
-        alg.decode(alg.exchange(first(0, a.size), a), res)
-        return
-    pending = [eng.wire().submit(alg.exchange, first(lo, hi), a[lo:hi], lo) for lo, hi in segments]
-    for (lo, hi), fut in zip(segments, pending, strict=True):
-        alg.decode(fut.result(), res[lo:hi])
 
 
 def reduce_scatter(

@@ -11,7 +11,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from pycomm.collectives import reduction
+from pycomm.collectives import plan
 from pycomm.distributed.hooks import (
     CompressHookState,
     mpiucc_allreduce_hook,
@@ -91,10 +91,10 @@ def main() -> None:
             back = restored.residuals[key]
             assert np.array_equal(back.worker, fb.worker) and back.server.keys() == fb.server.keys()
     if SIZE >= 3:  # the two-phase algorithm keeps server residuals per bucket, and they pickle
-        reduction.MIN_CHUNK_COUNT, small = 1, reduction.MIN_CHUNK_COUNT
+        plan.MIN_CHUNK_COUNT, small = 1, plan.MIN_CHUNK_COUNT
         state = CompressHookState("int8")
         train(mpiucc_compress_hook, state)
-        reduction.MIN_CHUNK_COUNT = small
+        plan.MIN_CHUNK_COUNT = small
         restored = pickle.loads(pickle.dumps(state))
         servers = [fb.server for fb in state.residuals.values()]
         assert servers and all(servers), "no server residual kept"

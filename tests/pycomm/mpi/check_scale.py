@@ -3,6 +3,7 @@ its error feedback, the node hierarchy. Prints "scale: passed" on rank 0."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 
@@ -86,6 +87,46 @@ def check_feedback_no_drift() -> None:
         assert all(np.array_equal(back.server[k], v) for k, v in fb.server.items())
 
 
+def check_hierarchy(layout: str) -> None:
+    """Emulated nodes (``MPIUCC_NODE``, layout "2,2" = two nodes of two ranks): identical bits,
+    the ebq bound, network bytes only on the node leaders, error feedback."""
+    nodes = [int(k) for k in layout.split(",")]
+    assert sum(nodes) == SIZE, f"layout {layout} is not of {SIZE} ranks"
+    node = int(np.searchsorted(np.cumsum(nodes), RANK, side="right"))
+    os.environ["MPIUCC_NODE"] = f"node{node}"
+    comm = COMM.Dup()  # a fresh communicator: its layout is found on first use
+    leader = RANK in np.cumsum([0, *nodes[:-1]])
+    for n, algorithm in ((100_003, "auto"), (1001, "hierarchy"), (1, "hierarchy")):
+        x = np.random.default_rng(RANK + n).standard_normal(n).astype(np.float32)
+        x[: n // 3] *= 1e3
+        allx = everyone(x).astype(np.float64)
+        for op, mode, bound in (("sum", "abs", 0.1), ("mean", "rel", 1e-4), ("sum", "rms", 1e-3)):
+            stats = pycomm.CommStats()
+            kw = dict(error_bound=bound, mode=mode, op=op, algorithm=algorithm, stats=stats)
+            y = pycomm.allreduce(x, comm, "ebq", **kw)
+            same_everywhere(y, f"hierarchy {layout} ebq n={n} {op} {mode}")
+            exact = allx.sum(0) / (SIZE if op == "mean" else 1)
+            span = allx.max() - allx.min()
+            rms = np.sqrt((allx**2).mean(1)).max()
+            limit = {"abs": bound, "rel": bound * span, "rms": bound * rms * (1 + 1e-9)}[mode]
+            err = np.abs(y - exact).max()
+            assert err <= limit, f"hierarchy {layout} ebq n={n} {op} {mode}: {err} > {limit}"
+            assert (stats.local_bytes > 0) == (nodes[node] > 1), stats
+            assert n < 100 or stats.frame_bytes < stats.raw_bytes, stats
+            if not leader:  # the node's traffic stays on the node
+                assert stats.sent_bytes == stats.recv_bytes == 0, stats
+    n = 100_003
+    for codec in ("int8", "sign", "fp16"):
+        x = np.random.default_rng(RANK).standard_normal(n).astype(np.float32)
+        fb = pycomm.ErrorFeedback(np.zeros(n, np.float32))
+        for _ in range(3):
+            y = pycomm.allreduce(x, comm, codec, residual=fb, op="mean", **params(codec))
+            same_everywhere(y, f"hierarchy {layout} {codec}")
+        assert (np.abs(fb.worker).max() > 0) == leader, f"{codec}: only leaders compress"
+    comm.Free()
+    del os.environ["MPIUCC_NODE"]
+
+
 CHECKS = {
     "stats": check_stats,
     "twophase": check_twophase,
@@ -94,8 +135,16 @@ CHECKS = {
 
 
 def main() -> None:
-    for name in sys.argv[1:] or CHECKS:
-        CHECKS[name]()
+    with pycomm.abort_on_error():  # a failed check on one rank ends every rank
+        run(sys.argv[1:] or list(CHECKS))
+
+
+def run(names: list[str]) -> None:
+    for name in names:
+        if name.startswith("hierarchy="):
+            check_hierarchy(name.split("=", 1)[1])
+        else:
+            CHECKS[name]()
     COMM.Barrier()
     if RANK == 0:
         print("scale: passed on", SIZE, "ranks")

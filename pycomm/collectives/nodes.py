@@ -1,0 +1,84 @@
+"""Which ranks of a communicator share a node: the layout the node hierarchy works on.
+
+The ranks of a node are those of ``MPI.COMM_TYPE_SHARED`` (one shared-memory domain), or, when
+the environment variable ``MPIUCC_NODE`` is set, those whose variable holds the same name (for
+emulating several nodes on one machine; set on every rank or on none). Found once per
+communicator, by blocking MPI collectives (a split has no deadline), and kept on it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from pycomm.collectives.engine import Engine
+
+NODE_ENV = "MPIUCC_NODE"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """This rank's node, the node leaders, and every node's number of ranks."""
+
+    node: MPI.Comm  #: the ranks of this rank's node; node rank 0 is its leader
+    leaders: MPI.Comm  #: one rank per node, in node order; COMM_NULL off the leaders
+    sizes: tuple[int, ...]  #: ranks of each node, in node order
+
+    @property
+    def is_leader(self) -> bool:
+        return self.node.Get_rank() == 0
+
+    @property
+    def worth_it(self) -> bool:
+        """Several nodes, and some node with several ranks: only then does the hierarchy
+        move less over the network than a flat collective."""
+        return len(self.sizes) >= 2 and max(self.sizes) >= 2
+
+    def free(self) -> None:
+        for c in (self.node, self.leaders):
+            if c != MPI.COMM_NULL:
+                c.Free()
+
+
+_keyval: int | None = None
+_lock = threading.Lock()
+
+
+def _key() -> int:
+    global _keyval
+    with _lock:
+        if _keyval is None:
+            _keyval = MPI.Comm.Create_keyval(delete_fn=lambda comm, key, layout: layout.free())
+    return _keyval
+
+
+def layout_of(eng: Engine, comm: MPI.Comm) -> Layout:
+    """comm's layout, found on first use by every rank of comm together (collective)."""
+    layout = comm.Get_attr(_key())
+    if layout is None:
+        layout = _split(eng, comm)
+        comm.Set_attr(_key(), layout)
+    return layout
+
+
+def _split(eng: Engine, comm: MPI.Comm) -> Layout:
+    rank = comm.Get_rank()
+    names = comm.allgather(os.environ.get(NODE_ENV))  # blocking: it runs once per communicator
+    if all(n is None for n in names):
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    elif any(n is None for n in names):
+        raise ValueError(f"{NODE_ENV} is set on some ranks and not on others: {names}")
+    else:
+        order = sorted(set(names), key=names.index)  # nodes in order of their first rank
+        node = comm.Split(order.index(names[rank]), key=rank)
+    leader = node.Get_rank() == 0
+    leaders = comm.Split(0 if leader else MPI.UNDEFINED, key=rank)
+    mine = np.array([leader, node.Get_size()], dtype=np.int64)
+    every = np.empty((comm.Get_size(), 2), dtype=np.int64)
+    eng.wait([comm.Iallgather(mine, every)], "the node layout")
+    sizes = tuple(int(n) for is_leader, n in every if is_leader)
+    return Layout(node, leaders, sizes)

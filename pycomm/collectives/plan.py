@@ -1,0 +1,126 @@
+"""Which algorithm a compressed allreduce takes (``choose``), and how it runs segment by segment.
+
+The one place of the selection rule. ``Plan`` resolves it after the agreement (every rank then
+holds the same arguments), finding the communicator's node layout first when the hierarchy may
+apply, and gives ebq's bound arithmetic the shape it needs (flat, or nodes then leaders).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+from pycomm.collectives.bound import node_bound, rank_bound
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.gathered import Gathered
+from pycomm.collectives.nodes import Layout, layout_of
+from pycomm.collectives.ring import Framer, Ring, host_framer
+from pycomm.collectives.spec import CodecSpec
+from pycomm.collectives.stats import CommStats
+from pycomm.collectives.twophase import TwoPhase
+
+ALGORITHMS = ("auto", "ring", "twophase", "allgather", "hierarchy")
+#: Below this many elements in each rank's chunk the gathered algorithm wins on latency.
+MIN_CHUNK_COUNT = 1 << 14
+
+
+def choose(
+    spec: CodecSpec, size: int, count: int, algorithm: str = "auto", layout: Layout | None = None
+) -> str:
+    """The algorithm of a compressed allreduce of count elements on size ranks.
+
+    "auto": the node ``hierarchy`` when ``layout`` spans several nodes, some node holds
+    several ranks, and each node's chunk holds at least ``MIN_CHUNK_COUNT`` elements (the
+    leaders then follow the rest of this rule among themselves); else the
+    ``ring`` for ebq from 2 ranks (exact index sums: no second compression, half the index
+    additions of the gathered path), the ``twophase`` exchange for quantizers from 3 ranks (on 2
+    it moves the bytes of the gathered path with a second compression), both only when each
+    rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements; else ``allgather`` (one
+    allgather of whole frames: fewest rounds).
+    """
+    if algorithm != "auto":
+        return algorithm
+    if layout is not None and layout.worth_it and count >= MIN_CHUNK_COUNT * len(layout.sizes):
+        return "hierarchy"
+    if count < MIN_CHUNK_COUNT * size:
+        return "allgather"
+    if spec.caps.exact_sum:
+        return "ring" if size >= 2 else "allgather"
+    return "twophase" if size >= 3 else "allgather"
+
+
+def check_algorithm(spec: CodecSpec, algorithm: str) -> None:
+    """Raise ValueError for an unknown algorithm or one the codec cannot take."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
+    if not spec.compressed:
+        return
+    if algorithm == "ring" and not spec.caps.exact_sum:
+        raise ValueError(f"the ring adds frames exactly: ebq only, not {spec.codec!r}")
+    if algorithm == "twophase" and spec.caps.exact_sum:
+        raise ValueError("the two-phase exchange is for quantizers; ebq takes the ring")
+
+
+class Plan:
+    """The algorithm of one allreduce, resolved after the agreement."""
+
+    def __init__(
+        self, eng: Engine, comm: MPI.Comm, spec: CodecSpec, algorithm: str, count: int
+    ) -> None:
+        self.eng, self.comm, self.spec = eng, comm, spec
+        self.algorithm, self.count = algorithm, count
+        self._name: str | None = None
+        self.layout: Layout | None = None
+
+    @property
+    def name(self) -> str:
+        if self._name is None:
+            size = self.comm.Get_size()
+            maybe = self.algorithm == "hierarchy" or (
+                self.algorithm == "auto" and size >= 3 and self.count >= MIN_CHUNK_COUNT * 2
+            )
+            if maybe:  # the layout is found by every rank together, once per communicator
+                self.layout = layout_of(self.eng, self.comm)
+            self._name = choose(self.spec, size, self.count, self.algorithm, self.layout)
+        return self._name
+
+    def budget(self, bound: float, magnitude: float, mean: bool, dtype: np.dtype) -> float | None:
+        """ebq's per-rank bound for a final bound ``bound`` (see ``bound``)."""
+        if self.name == "hierarchy":
+            return node_bound(bound, self.layout.sizes, magnitude, mean, dtype)
+        return rank_bound(bound, self.comm.Get_size(), magnitude, mean, dtype)
+
+
+def make(name: str, eng, comm, kw: dict, exact: bool, stats: CommStats, feedback=None):
+    """The flat algorithm object called name, on comm."""
+    if name == "ring":
+        return Ring(eng, comm, kw, stats)
+    if name == "twophase":
+        return TwoPhase(eng, comm, kw, stats, feedback)
+    return Gathered(eng, comm, kw, exact, stats)
+
+
+def run_segments(eng, alg, a, res, err, segments, stats: CommStats, source=None) -> None:
+    """Compress, exchange and decode each segment; with several, compression of segment k+1
+    (this thread) overlaps the exchange of segment k (the engine's wire thread)."""
+
+    def framer(lo: int, hi: int) -> Framer:
+        if source is None:
+            return host_framer(a[lo:hi], None if err is None else err[lo:hi], alg.kw)
+        return lambda clo, chi, ef: source.frame(lo + clo, lo + chi, alg.kw, ef)
+
+    def first(lo: int, hi: int) -> list:
+        t0 = time.perf_counter()
+        frames = alg.first(hi - lo, framer(lo, hi))
+        stats.compress_seconds += time.perf_counter() - t0
+        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
+        return frames
+
+    if len(segments) == 1:
+        alg.decode(alg.exchange(first(0, a.size), a), res)
+        return
+    pending = [eng.wire().submit(alg.exchange, first(lo, hi), a[lo:hi], lo) for lo, hi in segments]
+    for (lo, hi), fut in zip(segments, pending, strict=True):
+        alg.decode(fut.result(), res[lo:hi])
