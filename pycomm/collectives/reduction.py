@@ -142,14 +142,13 @@ def _allreduce(
             err[...] = 0
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
         stats.frame_bytes += a.nbytes
-    elif plan.name == "hierarchy":
-        hierarchy.allreduce(eng, plan.layout, a, res, err, spec, kw, segment, stats, feedback)
-        if op == "mean":
-            np.divide(res, size, out=res)
     else:
-        alg = make(plan.name, eng, comm, kw, spec.caps.exact_sum, stats, feedback)
-        segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
-        run_segments(eng, alg, a, res, err, segments, stats, source)
+        if plan.name == "hierarchy":
+            hierarchy.allreduce(eng, plan.layout, a, res, err, spec, kw, segment, stats, feedback)
+        else:
+            alg = make(plan.name, eng, comm, kw, spec.caps.exact_sum, stats, feedback)
+            segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
+            run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
     stats.calls += 1
