@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pycodecs
 from mpi4py import MPI
@@ -11,6 +13,7 @@ from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
 from pycomm.collectives.requests import Request
 from pycomm.collectives.spec import CodecSpec, make_spec
+from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import SettingsMismatchError
 
 
@@ -25,7 +28,7 @@ def allgather(
     """Every rank's x, decoded, as an array of shape (N, x.size), identical on every rank.
 
     A rank's own row is its decoded frame too, not its input. For ebq with mode="rel" each
-    row's bound is relative to that rank's own range.
+    row's bound is relative to that rank's own range. ``stats=`` (a CommStats) is added to.
     """
     eng = engine_of(comm)
     return eng.run(lambda c: _allgather(eng, c, x, codec, out=out, **params), "allgather")
@@ -59,8 +62,16 @@ def ibcast(x: object, root: int = 0, comm: MPI.Comm | None = None, codec="none",
 
 
 def _allgather(
-    eng: Engine, comm: MPI.Comm, x: object, codec, *, out: object | None = None, **params: object
+    eng: Engine,
+    comm: MPI.Comm,
+    x: object,
+    codec,
+    *,
+    out: object | None = None,
+    stats: CommStats | None = None,
+    **params: object,
 ) -> np.ndarray:
+    t0 = time.perf_counter()
     size = comm.Get_size()
     try:
         spec = make_spec(codec, **params)
@@ -74,11 +85,22 @@ def _allgather(
     eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
     if not spec.compressed:
         eng.wait([comm.Iallgather(a, res)], "allgather")
-        return res
-    expect = [Expect(spec.codec_kwargs(), a.dtype.name, a.size)] * size
-    frames = allgather_frames(eng, comm, pycodecs.compress(a, **spec.codec_kwargs()), expect)
-    for row, frame in zip(res, frames, strict=True):
-        pycodecs.decompress(frame, out=row)
+        wire = a.nbytes
+    else:
+        expect = [Expect(spec.codec_kwargs(), a.dtype.name, a.size)] * size
+        t1 = time.perf_counter()
+        mine = pycodecs.compress(a, **spec.codec_kwargs())
+        if stats is not None:
+            stats.compress_seconds += time.perf_counter() - t1
+        wire = len(mine)
+        frames = allgather_frames(eng, comm, mine, expect)
+        for row, frame in zip(res, frames, strict=True):
+            pycodecs.decompress(frame, out=row)
+    if stats is not None:
+        stats.calls += 1
+        stats.raw_bytes += a.nbytes
+        stats.wire_bytes += wire
+        stats.total_seconds += time.perf_counter() - t0
     return res
 
 

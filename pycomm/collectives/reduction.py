@@ -196,6 +196,7 @@ def reduce_scatter(
     The bound of ``allreduce`` holds for each block. Returns ``out`` or a new array of m.
     ``residual`` (x's size and dtype; exact-sum codecs, ebq) turns on error feedback as in
     ``allreduce``: this rank sends x + residual and keeps what its compression lost.
+    ``stats=`` (a CommStats) is added to, as by ``allreduce``.
     """
     eng = engine_of(comm)
     kw = dict(op=op, out=out, residual=residual)
@@ -220,8 +221,10 @@ def _reduce_scatter(
     op: str = "sum",
     out: object | None = None,
     residual: object | None = None,
+    stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
+    t0 = time.perf_counter()
     size, rank = comm.Get_size(), comm.Get_rank()
     try:
         spec = make_spec(codec, **params)
@@ -245,16 +248,26 @@ def _reduce_scatter(
         full = np.empty_like(a)
         plain_allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum)
         res[...] = full[rank * m : (rank + 1) * m]
-        return res
-    # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
-    rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
-    ring = Ring(eng, comm, kw, spec.caps.exact_sum)
-    frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
-    if err is not None:
-        err[...] = np.roll(rotated_err, -m)
-    pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
-    if op == "mean":
-        np.divide(res, size, out=res)
+        wire = a.nbytes
+    else:
+        # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
+        rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
+        ring = Ring(eng, comm, kw, spec.caps.exact_sum)
+        t1 = time.perf_counter()
+        frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
+        if stats is not None:
+            stats.compress_seconds += time.perf_counter() - t1
+        wire = sum(len(f) for f in frames if f is not None)
+        if err is not None:
+            err[...] = np.roll(rotated_err, -m)
+        pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
+        if op == "mean":
+            np.divide(res, size, out=res)
+    if stats is not None:
+        stats.calls += 1
+        stats.raw_bytes += a.nbytes
+        stats.wire_bytes += wire
+        stats.total_seconds += time.perf_counter() - t0
     return res
 
 
