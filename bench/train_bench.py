@@ -2,12 +2,13 @@
 
     python bench/train_bench.py                 # presets bench and bench-dp, full and 1 Gbit/s
     python bench/train_bench.py --presets bench --rates 1gbit --steps 40 -- --width 384
+    python bench/train_bench.py --presets bench-fsdp --rates 1gbit   # FSDP2 (issue 15)
 
 Each network runs ``python -m pycomm.train --baseline --compress`` on ``--ranks`` ranks (the
 uncompressed run first, same seed and data), full speed under plain ``mpiexec``, a rate under
 ``bench/slow_net.sh RATE N`` (MPICH on TCP inside a namespace whose loopback is limited; needs
 root). Options after ``--`` go to pycomm.train. Prints, per network: step time, communication
-time (all three operators, codec time included, the pipeline bubble not) beside the time the
+time (every operator, codec time included, the pipeline bubble not) beside the time the
 baseline's bytes would need at the link rate, wire bytes, the share of the step, the final
 validation loss, and the training time to reach the target validation loss (the baseline's
 final one plus 1%); then each run's operator table. Results and the raw runs go to --out.
@@ -145,10 +146,10 @@ HEAD = [
 ]
 LEGEND = """\
 step ms: wall time per step (mean over ranks, first step left out); comm ms: time the training
-threads spent in TP + PP + DP communication per step, codec included, pipeline wait not; link
-ms: those wire bytes at the link rate (all ranks share the one emulated link); wait ms: time a
-stage waited for its neighbour to send (the pipeline bubble, and the neighbour's own
-communication); net ms: step time above the full-speed baseline's (what the network costs);
+threads spent in TP + PP + DP (DDP or FSDP) communication per step, codec included, pipeline
+wait not; link ms: those wire bytes at the link rate (all ranks share the one emulated link);
+wait ms: time a stage waited for its neighbour to send (the pipeline bubble, and the
+neighbour's own communication); net ms: step time above the full-speed baseline's (what the network costs);
 s to target: training seconds until the validation loss is within 1% of the baseline's final."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pycodecs
 from mpi4py import MPI
@@ -28,7 +30,7 @@ def allgather(
 
     A rank's own row is its decoded frame too, not its input. For ebq with mode="rel" each
     row's bound is relative to that rank's own range. ``stats`` is added to: this rank's frame
-    sent to each other rank, theirs received.
+    sent to each other rank, theirs received, and the time.
     """
     eng = engine_of(comm)
     job = lambda c: _allgather(eng, c, x, codec, out=out, stats=stats, **params)  # noqa: E731
@@ -75,6 +77,7 @@ def _allgather(
     stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
+    t0 = time.perf_counter()
     stats = CommStats() if stats is None else stats
     size = comm.Get_size()
     try:
@@ -93,13 +96,17 @@ def _allgather(
         eng.wait([comm.Iallgather(a, res)], "allgather")
         stats.frame_bytes += a.nbytes
         stats.moved(a.nbytes * (size - 1), a.nbytes * (size - 1))
+        stats.total_seconds += time.perf_counter() - t0
         return res
     expect = [Expect(spec.codec_kwargs(), a.dtype.name, a.size)] * size
+    t1 = time.perf_counter()
     frame = pycodecs.compress(a, **spec.codec_kwargs())
+    stats.compress_seconds += time.perf_counter() - t1
     stats.frame_bytes += len(frame)
     frames = allgather_frames(eng, comm, frame, expect, stats)
     for row, frame in zip(res, frames, strict=True):
         pycodecs.decompress(frame, out=row)
+    stats.total_seconds += time.perf_counter() - t0
     return res
 
 

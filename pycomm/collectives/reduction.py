@@ -174,7 +174,7 @@ def reduce_scatter(
     ``residual`` (x's size and dtype) turns on error feedback as in ``allreduce``: this rank
     sends x + residual and keeps what its compression lost. ebq takes the ring's first half,
     quantizers the two-phase exchange's (their block is decoded, not compressed again).
-    ``stats`` counts the bytes moved.
+    ``stats`` (a CommStats) is added to as by ``allreduce``.
     """
     eng = engine_of(comm)
     kw = dict(op=op, out=out, residual=residual, stats=stats)
@@ -202,6 +202,7 @@ def _reduce_scatter(
     stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
+    t0 = time.perf_counter()
     size, rank = comm.Get_size(), comm.Get_rank()
     try:
         spec = make_spec(codec, **params)
@@ -226,20 +227,30 @@ def _reduce_scatter(
         full = np.empty_like(a)
         plain_allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum, stats=stats)
         res[...] = full[rank * m : (rank + 1) * m]
-        return res
-    if spec.caps.exact_sum:
+        stats.frame_bytes += a.nbytes
+    elif spec.caps.exact_sum:
         # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
         rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
         ring = Ring(eng, comm, kw, stats)
+        t1 = time.perf_counter()
         frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
+        stats.compress_seconds += time.perf_counter() - t1
+        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
         if err is not None:
             err[...] = np.roll(rotated_err, -m)
         pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
     else:
         two = TwoPhase(eng, comm, kw, stats)
-        res[...] = two.reduce_scatter(two.first(a.size, host_framer(a, err, kw)), a)
-    if op == "mean":
+        t1 = time.perf_counter()
+        frames = two.first(a.size, host_framer(a, err, kw))
+        stats.compress_seconds += time.perf_counter() - t1
+        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
+        res[...] = two.reduce_scatter(frames, a)
+    if kw is not None and op == "mean":
         np.divide(res, size, out=res)
+    stats.calls += 1
+    stats.raw_bytes += a.nbytes
+    stats.total_seconds += time.perf_counter() - t0
     return res
 
 

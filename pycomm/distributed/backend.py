@@ -263,7 +263,9 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         opts = opts if opts is not None else dist.AllgatherOptions()
         spec = self.compression and self.compression.spec_for("all_gather", inputs)
         if spec:
-            job = compression.all_gather_job(spec, self._engine, outputs[0], inputs[0])
+            job = compression.all_gather_job(
+                self.compression, spec, self._engine, outputs[0], inputs[0]
+            )
             return self._submit(job, opts, "compressed all_gather", outputs)
         start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
         return self._run(start, opts, "all_gather_into_tensor", outputs, outputs, inputs)

@@ -27,7 +27,8 @@ operation given no codec, stays exact. Every rank still ends with the same bits.
   no next step to carry a residual into). DDP's gradients have their own hook (``hooks``).
 
 ``state_dict()``/``load_state_dict()`` carry the residuals through a checkpoint; the policy
-also pickles (without its group).
+also pickles (without its group). ``stats[op]`` (a ``pycomm.CommStats``) adds up what the
+compressed calls of each operation cost: bytes raw and on the wire, codec and total time.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class Compression:
         self.error_feedback = error_feedback
         self.min_numel = int(min_numel)
         self.residuals: dict[tuple, np.ndarray] = {}
-        self.stats = CommStats()
+        #: per operation, what its compressed calls cost (bytes raw and on the wire, time)
+        self.stats = {op: CommStats() for op in OPERATIONS}
         self._ordinals: dict[tuple, int] = {}
         self._reset_queued = False
 
@@ -223,19 +225,21 @@ def reduce_scatter_job(
     how = _REDUCE_OPS[op_code(op)]
 
     def job(comm: MPI.Comm) -> None:
-        _reduce_scatter(eng, comm, a, spec, op=how, out=res, residual=residual)
+        stats = policy.stats["reduce_scatter"]
+        _reduce_scatter(eng, comm, a, spec, op=how, out=res, residual=residual, stats=stats)
         _write(out, res)
-        policy.stats.calls += 1
 
     return job
 
 
-def all_gather_job(spec: CodecSpec, eng: Engine, out: torch.Tensor, x: torch.Tensor) -> Job:
+def all_gather_job(
+    policy: Compression, spec: CodecSpec, eng: Engine, out: torch.Tensor, x: torch.Tensor
+) -> Job:
     a = _host_float(x).copy()  # x may be this rank's block of out (FSDP2 gathers in place)
     res = np.empty(out.numel(), a.dtype)
 
     def job(comm: MPI.Comm) -> None:
-        _allgather(eng, comm, a, spec, out=res)
+        _allgather(eng, comm, a, spec, out=res, stats=policy.stats["all_gather"])
         _write(out, res)
 
     return job
@@ -250,7 +254,7 @@ def all_reduce_job(
     in_place = a.ctypes.data == t.data_ptr()
 
     def job(comm: MPI.Comm) -> None:
-        _allreduce(eng, comm, a, spec, op=how, out=a, stats=policy.stats)
+        _allreduce(eng, comm, a, spec, op=how, out=a, stats=policy.stats["all_reduce"])
         if not in_place:
             _write(t, a)
 

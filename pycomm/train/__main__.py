@@ -90,7 +90,8 @@ def _train(args: argparse.Namespace, layout, corpus, world) -> int:
     if args.baseline:
         plan.insert(0, ("baseline", Codecs.uncompressed()))
     header = (
-        f"pycomm.train: {world.Get_size()} ranks = dp {layout.dp} x tp {layout.tp} x pp "
+        f"pycomm.train: {world.Get_size()} ranks = dp {layout.dp}"
+        f"{' (FSDP2)' if args.fsdp else ''} x tp {layout.tp} x pp "
         f"{layout.pp}; GPT {args.layers} layers x {args.width} wide, {args.heads} heads, "
         f"seq {args.seq}, batch {args.batch} in {args.micro_batches} micro-batches; "
         f"{args.steps} steps; {corpus.describe()}"

@@ -29,6 +29,11 @@ PRESETS: dict[str, dict[str, object]] = {
     # bench/train_bench.py: data x pipeline parallel, wide and few tokens: DDP's gradients.
     "bench-dp": dict(dp=2, pp=2, layers=4, width=512, heads=8, seq=64, batch=8,
                      micro_batches=2, steps=60, eval_every=10, baseline=True, compress=True),
+    # bench/train_bench.py: FSDP2 over every rank, its reduce-scatter and all-gather the traffic
+    # (lr 1e-3: at 2e-3 the loss spikes near step 20, and a 60-step comparison measures the spike).
+    "bench-fsdp": dict(fsdp=True, layers=4, width=256, heads=8, seq=64, batch=16,
+                       micro_batches=1, lr=1e-3, steps=60, eval_every=10, baseline=True,
+                       compress=True),
 }
 # fmt: on
 
@@ -38,11 +43,17 @@ PRESETS: dict[str, dict[str, object]] = {
 #: at or below the accuracy guard's threshold for that stream (guard.THRESHOLDS).
 #: Range-relative bounds (``rel``) meant 0.1-7% per step depending on how heavy the tails of
 #: a bucket were, so one preset could not hold every layout (issue 19, BENCHMARKS.md).
+#: Under --fsdp the DP codec serves the gradients' reduce-scatter (with error feedback) and
+#: the weight codec the weights' all-gather: blockwise int8, each block of 64 weights scaled
+#: to its own largest magnitude, so each gathered weight is within 1/254 of that magnitude
+#: (about 0.6% relative error on a weight matrix, 3.8x fewer bytes); the sharded masters are
+#: never compressed, so the error does not accumulate.
 COMPRESS_PRESET = {
     "tp_codec_fwd": "ebq:rms:5e-3",
     "tp_codec_bwd": "ebq:rms:5e-2",
     "pp_codec": "ebq:rms:5e-3",
     "dp_codec": "ebq:rms:2e-3",
+    "weight_codec": "int8:block_size=64",
 }
 CODEC_OPTIONS = tuple(COMPRESS_PRESET)
 
@@ -61,6 +72,7 @@ DEFAULTS: dict[str, object] = dict(
     warmup=20,
     seed=0,
     eval_every=25,
+    fsdp=False,
     val_batches=4,
     data=None,
     data_limit_mb=16.0,
@@ -77,6 +89,7 @@ DEFAULTS: dict[str, object] = dict(
     tp_codec_bwd=None,
     pp_codec=None,
     dp_codec=None,
+    weight_codec=None,
 )
 _INT_KEYS = ("block_size", "levels", "seed")
 _STR_KEYS = ("level", "predictor", "rounding")
@@ -84,20 +97,22 @@ _STR_KEYS = ("level", "predictor", "rounding")
 
 @dataclass(frozen=True)
 class Codecs:
-    """The four codecs of a run."""
+    """The codecs of a run (``weights``: FSDP's all-gather, under --fsdp only)."""
 
     tp_fwd: pycomm.CodecSpec
     tp_bwd: pycomm.CodecSpec
     pp: pycomm.CodecSpec
     dp: pycomm.CodecSpec
+    weights: pycomm.CodecSpec = pycomm.CodecSpec()
 
     @classmethod
     def uncompressed(cls) -> Codecs:
         none = pycomm.CodecSpec()
-        return cls(none, none, none, none)
+        return cls(none, none, none, none, none)
 
     def describe(self) -> dict[str, str]:
-        return {k: format_codec(getattr(self, k)) for k in ("tp_fwd", "tp_bwd", "pp", "dp")}
+        keys = ("tp_fwd", "tp_bwd", "pp", "dp", "weights")
+        return {k: format_codec(getattr(self, k)) for k in keys}
 
 
 def parse_codec(text: str) -> pycomm.CodecSpec:
@@ -187,6 +202,12 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     lay.add_argument("--dp", type=int, help="data-parallel replicas (default: what is left)")
     lay.add_argument("--tp", type=int, help="tensor-parallel ranks per stage (default 1)")
     lay.add_argument("--pp", type=int, help="pipeline stages (default 1)")
+    lay.add_argument(
+        "--fsdp",
+        action="store_true",
+        help="data parallelism by FSDP2 fully_shard over the dp group (weights sharded, "
+        "all-gathered; gradients reduce-scattered) instead of DDP",
+    )
     mod = p.add_argument_group("model and training")
     for name, kind, what in (
         ("layers", int, "decoder layers (4)"),
@@ -224,7 +245,12 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     cod.add_argument("--tp-codec-fwd", type=_codec_arg, help="TP all_reduce in forward")
     cod.add_argument("--tp-codec-bwd", type=_codec_arg, help="TP all_reduce in backward")
     cod.add_argument("--pp-codec", type=_codec_arg, help="pipeline activations and gradients")
-    cod.add_argument("--dp-codec", type=_codec_arg, help="DDP gradients (see --no-error-feedback)")
+    cod.add_argument(
+        "--dp-codec",
+        type=_codec_arg,
+        help="DP gradients: DDP's all_reduce, or FSDP's reduce-scatter (see --no-error-feedback)",
+    )
+    cod.add_argument("--weight-codec", type=_codec_arg, help="FSDP's all-gather of weights")
     cod.add_argument(
         "--no-error-feedback",
         dest="error_feedback",
@@ -253,7 +279,13 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
     given = vars(parser.parse_args(argv))
     preset = PRESETS.get(given.pop("preset", None) or "", {})
     values = {**DEFAULTS, **preset, **given}
+    if "weight_codec" in given and not values["fsdp"]:
+        parser.error("--weight-codec applies to FSDP's all-gather: add --fsdp")
+    if not values["fsdp"]:
+        values["weight_codec"] = "none"
     for key in CODEC_OPTIONS:
+        if isinstance(values[key], str):
+            values[key] = parse_codec(values[key])
         if values[key] is None:
             values[key] = parse_codec(COMPRESS_PRESET[key] if values["compress"] else "none")
     for key in (
@@ -279,4 +311,6 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
 
 
 def codecs_of(args: argparse.Namespace) -> Codecs:
-    return Codecs(args.tp_codec_fwd, args.tp_codec_bwd, args.pp_codec, args.dp_codec)
+    return Codecs(
+        args.tp_codec_fwd, args.tp_codec_bwd, args.pp_codec, args.dp_codec, args.weight_codec
+    )

@@ -115,3 +115,10 @@ def build_groups(layout: Layout) -> ParallelGroups:
         mine[which], _ = dist.new_subgroups_by_enumeration(lists, backend="mpiucc")
     dp_rank, tp_rank, pp_rank = layout.coords(rank)
     return ParallelGroups(layout, rank, dp_rank, tp_rank, pp_rank, **mine)
+
+
+def new_dp_group(layout: Layout) -> dist.ProcessGroup:
+    """A fresh mpiucc DP group for this rank (a collective over the world), for a run that
+    sets a compression policy on it (two runs in lockstep must not share one)."""
+    group, _ = dist.new_subgroups_by_enumeration(layout.dp_groups(), backend="mpiucc")
+    return group

@@ -27,6 +27,7 @@ from pycomm.train.model import ModelConfig
 from pycomm.train.pipe_link import PipeLink
 from pycomm.train.pipeline import PipelineRunner
 from pycomm.train.replicas import ReplicaCheck
+from pycomm.train.sharded import ShardedDataParallel
 from pycomm.train.stage import PipelineStage
 from pycomm.train.tensor_parallel import TensorParallel, is_tp_sharded
 
@@ -93,21 +94,35 @@ class Trainer:
             PipeLink(groups.comm("pp"), codecs.pp, self.meters) if groups.layout.pp > 1 else None
         )
         replicated = [n for n, _ in self.stage.named_parameters() if not is_tp_sharded(n)]
-        self.dp = DataParallel(
-            self.stage,
-            groups.dp,
-            codecs.dp,
-            self.meters,
-            args.bucket_mb,
-            args.error_feedback,
-            replicated=replicated if groups.layout.tp > 1 else (),
-        )
+        replicated = replicated if groups.layout.tp > 1 else []
+        self.dp: DataParallel | ShardedDataParallel
+        if args.fsdp:
+            self.dp = ShardedDataParallel(
+                self.stage,
+                groups.layout,
+                codecs.dp,
+                codecs.weights,
+                self.meters,
+                args.error_feedback,
+                replicated,
+            )
+        else:
+            self.dp = DataParallel(
+                self.stage,
+                groups.dp,
+                codecs.dp,
+                self.meters,
+                args.bucket_mb,
+                args.error_feedback,
+                replicated=replicated,
+            )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(
             self.stage.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0
         )
         self.world = MPI.COMM_WORLD.Dup()
-        self.replicas = ReplicaCheck(self.stage, groups)
+        gathered = self.dp.gathered if args.fsdp else None
+        self.replicas = ReplicaCheck(self.stage, groups, gathered)
         self.guard = Guard(self._streams(), args.guard_every, log)
         for part in (self.tp, self.link, self.dp):
             if part is not None:
@@ -142,7 +157,10 @@ class Trainer:
             streams["tp_bwd"] = (lambda: tp.bwd, lambda s: setattr(tp, "bwd", s))
         if link is not None:
             streams["pp"] = (lambda: link.spec, lambda s: setattr(link, "spec", s))
-        if dp.size > 1:
+        if dp.size > 1 and isinstance(dp, ShardedDataParallel):
+            streams["fsdp_rs"] = (lambda: dp.spec, lambda s: setattr(dp, "spec", s))
+            streams["fsdp_ag"] = (lambda: dp.weight_spec, lambda s: setattr(dp, "weight_spec", s))
+        elif dp.size > 1:
             streams["dp"] = (lambda: dp.spec, lambda s: setattr(dp, "spec", s))
         return streams
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 #: The operators of the summary table, in its order.
-OPERATORS = ("tp_fwd", "tp_bwd", "pp", "dp")
+OPERATORS = ("tp_fwd", "tp_bwd", "pp", "dp", "fsdp_rs", "fsdp_ag")
 LABELS = {
     "tp_fwd": "TP all_reduce (fwd)",
     "tp_bwd": "TP all_reduce (bwd)",
     "pp": "PP send/recv",
-    "dp": "DP all_reduce (DDP)",
+    "dp": "DP all_reduce",
+    "fsdp_rs": "FSDP reduce-scatter",
+    "fsdp_ag": "FSDP all-gather",
 }
 
 

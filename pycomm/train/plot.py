@@ -19,6 +19,8 @@ PARTS = (
     ("comm_tp_bwd", "TP all_reduce bwd", "#e17c7e"),
     ("comm_pp", "PP send/recv", "#8172b3"),
     ("comm_dp", "DP all_reduce", "#55a868"),
+    ("comm_fsdp_rs", "FSDP reduce-scatter", "#2a7f62"),
+    ("comm_fsdp_ag", "FSDP all-gather", "#8fd175"),
     ("wait", "pipeline bubble", "#bbbbbb"),
 )
 STYLES = {"baseline": ("#555555", "uncompressed"), "compressed": ("#c44e52", "compressed")}

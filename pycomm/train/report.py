@@ -14,7 +14,7 @@ import numpy as np
 from pycomm.train.loop import WARMUP_STEPS_UNTIMED, RankRecord
 from pycomm.train.meters import LABELS, OPERATORS
 
-SPLIT_KEYS = ("compute", "codec", "comm_tp_fwd", "comm_tp_bwd", "comm_pp", "comm_dp", "wait")
+SPLIT_KEYS = ("compute", "codec", "wait", *(f"comm_{k}" for k in OPERATORS))
 
 
 def merge(records: list[RankRecord]) -> dict:
@@ -74,7 +74,9 @@ def guard_table(run: dict) -> str:
 
 
 def operator_table(run: dict) -> str:
-    """The per-operator table of one run (like the paper's): time and bytes per operator."""
+    """The per-operator table of one run (like the paper's): time and bytes per operator.
+
+    The FSDP rows appear in a run that has them (``--fsdp``), the others always."""
     n, total = run["timed_steps"], run["timed_s"]
     head = (
         f"{'operator':<22}{'calls':>8}{'ms/step':>10}{'codec ms':>10}{'share':>8}"
@@ -83,6 +85,8 @@ def operator_table(run: dict) -> str:
     lines = [head, "-" * len(head)]
     for k in OPERATORS:
         o = run["ops"][k]
+        if k.startswith("fsdp") and not o["calls"]:
+            continue
         t = o["codec_s"] + o["comm_s"]
         ratio = o["raw_bytes"] / o["frame_bytes"] if o["frame_bytes"] else float("nan")
         lines.append(

@@ -246,3 +246,28 @@ def test_wrong_rank_count_fails_clearly() -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("--dp 1 x --tp 2 x --pp 2") == 0
     assert proc.stderr.count("cannot be split into --tp 2 x --pp 2") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("dp, tp, steps", [(2, 1, 20), (2, 2, 12)])
+def test_fsdp_trains_compressed_within_one_percent(
+    tmp_path: Path, dp: int, tp: int, steps: int
+) -> None:
+    """--fsdp: FSDP2 over dp (with TP inside), both runs learn, their replica checks pass,
+    and the compressed run (ebq gradients with error feedback, int8 weights) ends within 1%."""
+    args = ["--fsdp", "--tp", str(tp), "--layers", "2", "--width", "64", "--heads", "4"]
+    args += ["--seq", "32", "--batch", "16", "--steps", str(steps), "--eval-every", "6"]
+    args += ["--val-batches", "2", "--data-limit-mb", "2"]
+    out = run_mpi(
+        SCRIPTS / "check_compressed_run.py", dp * tp, str(tmp_path / "run"), "0.01", *args,
+        timeout=240,
+    )  # fmt: skip
+    assert "passed" in out
+
+
+def test_weight_codec_needs_fsdp(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        config.parse_args(["--weight-codec", "int8"])
+    assert "--weight-codec applies to FSDP's all-gather: add --fsdp" in capsys.readouterr().err
+    args = config.parse_args(["--fsdp", "--compress"])
+    assert args.weight_codec == config.parse_codec(config.COMPRESS_PRESET["weight_codec"])
+    assert not config.parse_args(["--compress"]).weight_codec.compressed

@@ -89,7 +89,9 @@ pol = set_compression(GROUP, policy())
 compressed = mean_loss(train(net, torch.optim.Adam(net.parameters(), lr=3e-3), range(STEPS)))
 gap = abs(compressed - exact) / exact
 assert gap <= LOSS_TOLERANCE, f"loss {compressed} vs exact {exact}: {gap:.2%}"
-assert pol.stats.calls > 0 and pol.residuals, "the policy compressed nothing"
+rs, ag = pol.stats["reduce_scatter"], pol.stats["all_gather"]
+assert rs.calls > 0 and ag.calls > 0 and pol.residuals, "the policy compressed nothing"
+assert rs.frame_bytes < rs.raw_bytes / 2 and ag.frame_bytes < ag.raw_bytes / 3, (rs, ag)
 assert any(r.any() for r in pol.residuals.values()), "error feedback kept nothing"
 for p in exact_parameters(net):
     same_bits_everywhere(p, "parameters after compressed training", GROUP)
