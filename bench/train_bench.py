@@ -150,7 +150,8 @@ threads spent in TP + PP + DP (DDP or FSDP) communication per step, codec includ
 wait not; link ms: those wire bytes at the link rate (all ranks share the one emulated link);
 wait ms: time a stage waited for its neighbour to send (the pipeline bubble, and the
 neighbour's own communication); net ms: step time above the full-speed baseline's (what the
-network costs); s to target: training seconds until the validation loss is within 1% of the baseline's final."""
+network costs); s to target: training seconds until the validation loss is within 1% of the
+baseline's final."""
 
 
 def format_table(rows: list[list[str]]) -> str:
