@@ -62,8 +62,14 @@ def finite_min_max(a: np.ndarray) -> tuple[float, float]:
     return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
 
 
-#: Elements per float64 slice when summing squares (a bounded scratch, BLAS speed).
+#: Elements per float64 slice when summing squares (a bounded scratch).
 RMS_CHUNK = 1 << 16
+
+
+def _sum_squares(x: np.ndarray) -> float:
+    # einsum, not np.dot: BLAS runs a dot this size on a thread per core in every rank, and
+    # 4 ranks on 2 cores took 96 ms for 3 MB instead of 3 (BENCHMARKS.md, FSDP2).
+    return float(np.einsum("i,i->", x, x))
 
 
 def finite_rms(a: np.ndarray, top: float) -> float:
@@ -75,11 +81,11 @@ def finite_rms(a: np.ndarray, top: float) -> float:
     sum2 = 0.0
     for i in range(0, flat.size, RMS_CHUNK):
         part = flat[i : i + RMS_CHUNK].astype(np.float64)
-        sum2 += float(np.dot(part, part))
+        sum2 += _sum_squares(part)
     if np.isfinite(sum2):
         return math.sqrt(sum2 / flat.size)
     finite = flat[np.isfinite(flat)].astype(np.float64) / top  # NaN/Inf, or an overflow
-    return top * math.sqrt(float(np.dot(finite, finite)) / max(finite.size, 1))
+    return top * math.sqrt(_sum_squares(finite) / max(finite.size, 1))
 
 
 OPS = ("sum", "mean")

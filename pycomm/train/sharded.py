@@ -72,6 +72,7 @@ class ShardedDataParallel:
             self.group, Compression(grads, weights, error_feedback=error_feedback)
         )
         self._replicated: ReplicatedGradients | None = None
+        self.units: list[FSDPModule] = []  #: the FSDP units, the root (the stage) first
         if self.size == 1:
             return
         self._exact_comm = self.group.comm.Dup()  # the guard's exact reference collectives
@@ -133,11 +134,11 @@ class ShardedDataParallel:
         them), unmetered; resharded on exit."""
         self.meters.recording, was = False, self.meters.recording
         try:
-            for unit in getattr(self, "units", ()):
+            for unit in self.units:
                 unit.unshard()
             yield
         finally:
-            for unit in getattr(self, "units", ()):
+            for unit in self.units:
                 unit.reshard()
             self.meters.recording = was
 

@@ -190,6 +190,13 @@ def test_replica_check_names_a_parameter_nudged_by_one_ulp(dp: int, tp: int) -> 
     )
 
 
+@pytest.mark.parametrize("dp, tp", [(2, 1), (2, 2)])
+def test_replica_check_under_fsdp_compares_the_gathered_weights(dp: int, tp: int) -> None:
+    assert "replica check: passed" in run_mpi(
+        SCRIPTS / "check_replicas.py", dp * tp, str(dp), str(tp), "fsdp", timeout=120
+    )
+
+
 def test_tp_replicated_gradients_keep_replicas_identical_under_compression() -> None:
     out = run_mpi(SCRIPTS / "check_replicated_grads.py", 4, timeout=150)
     assert "replicated gradients: passed" in out
