@@ -11,7 +11,8 @@ raw byte of compressing (c), decoding (d) and adding (a):
     ebq ring     2(N-1)·alpha + 2(N-1)/N·B/r·g(N)·beta   + B·(gamma_c + gamma_d)
     twophase     2(N-1)·alpha + 2(N-1)/N·B/r·beta        + B·(gamma_c·(1 + 1/N) + 2·gamma_d)
     allgather    (N-1)·alpha  + (N-1)·B/r·beta           + B·(gamma_c + N·gamma_d)
-    hierarchy    node reduce and broadcast at memory speed + the flat algorithm on L leaders
+    hierarchy    node reduce-scatter and allgather at memory speed + the flat algorithm on
+                 L nodes for each local rank's slice of B/k
 
 g(N) = g0 + g1·log2(N) is ebq's index growth, fitted to the bytes CommStats counted. The codec
 gammas are measured on this machine (one core). On the emulator the ranks share the machine's
@@ -111,14 +112,12 @@ def time_of(variant, n, nodes, b, m: dict, sp, g, ratio=None) -> float:
     codec, alg = variant.split()
     if alg != "hierarchy":
         return flat_time(alg, codec, n, b, alpha, beta, cpu, sp, g, ratio)
-    per = n // nodes  # a reduce (float64 for ebq) and a broadcast, log2(per) rounds each
-    rounds = math.ceil(math.log2(per)) if per > 1 else 0
+    per = n // nodes  # a reduce-scatter (float64 for ebq) and an allgather in the node
     wide = 2 if codec == "ebq" else 1
-    local = rounds * (b * (wide + 1) * m["local"] + cpu * b * wide * sp["add"])
-    lead = flat_time(
-        leader_algorithm(codec, nodes), codec, nodes, b, alpha, beta, cpu, sp, g, ratio
-    )
-    return local + lead
+    share = (per - 1) / per
+    local = share * (b * (wide + 1) * m["local"] + cpu * b * wide * sp["add"])
+    alg = leader_algorithm(codec, nodes)  # every local rank: one slice of b/per
+    return local + flat_time(alg, codec, nodes, b / per, alpha, beta, cpu, sp, g, ratio)
 
 
 def load_runs(path: Path) -> list[dict]:
@@ -163,7 +162,10 @@ def fit(runs, sp, g, cores):
         out = []
         for r in runs:
             m = emulator(params, r, cores)
-            t = time_of(r["variant"], r["ranks"], r["nodes"], r["bytes"], m, sp, g, r["ratio"])
+            n, nodes, ratio = r["ranks"], r["nodes"], r["ratio"]
+            if "hierarchy" in r["variant"]:  # a rank compressed its slice of B: 1/(n/nodes)
+                ratio /= n // nodes
+            t = time_of(r["variant"], n, nodes, r["bytes"], m, sp, g, ratio)
             out.append(t / r["seconds"] - 1)
         return np.array(out)
 

@@ -27,6 +27,9 @@ class Layout:
     node: MPI.Comm  #: the ranks of this rank's node; node rank 0 is its leader
     leaders: MPI.Comm  #: one rank per node, in node order; COMM_NULL off the leaders
     sizes: tuple[int, ...]  #: ranks of each node, in node order
+    #: when every node holds as many ranks: the ranks of this rank's node rank on every node
+    #: (each runs the compressed collective on one slice); else COMM_NULL
+    peers: MPI.Comm
 
     @property
     def is_leader(self) -> bool:
@@ -39,7 +42,7 @@ class Layout:
         return len(self.sizes) >= 2 and max(self.sizes) >= 2
 
     def free(self) -> None:
-        for c in (self.node, self.leaders):
+        for c in (self.node, self.leaders, self.peers):
             if c != MPI.COMM_NULL:
                 c.Free()
 
@@ -81,4 +84,6 @@ def _split(eng: Engine, comm: MPI.Comm) -> Layout:
     every = np.empty((comm.Get_size(), 2), dtype=np.int64)
     eng.wait([comm.Iallgather(mine, every)], "the node layout")
     sizes = tuple(int(n) for is_leader, n in every if is_leader)
-    return Layout(node, leaders, sizes)
+    uniform = len(set(sizes)) == 1 and sizes[0] > 1
+    peers = comm.Split(node.Get_rank() if uniform else MPI.UNDEFINED, key=rank)
+    return Layout(node, leaders, sizes, peers)
