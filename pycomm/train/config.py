@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 import numpy as np
@@ -103,7 +103,9 @@ class Codecs:
     tp_bwd: pycomm.CodecSpec
     pp: pycomm.CodecSpec
     dp: pycomm.CodecSpec
-    weights: pycomm.CodecSpec = pycomm.CodecSpec()
+    #: made on use: a default instance here would import the collectives (and mpi4py) when
+    #: this module loads, before the job can say that mpi4py is missing
+    weights: pycomm.CodecSpec = field(default_factory=lambda: pycomm.CodecSpec())
 
     @classmethod
     def uncompressed(cls) -> Codecs:
