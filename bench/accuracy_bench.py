@@ -116,6 +116,8 @@ def plot_all(rows: list[dict], path: Path) -> None:
     cols = min(4, len(layouts))
     nrows = -(-len(layouts) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.6 * nrows), squeeze=False)
+    every = [100 * g for r in rows if r["metrics"] is not None for g in gaps(r["metrics"])[1]]
+    reach = max([2.0, *(abs(g) + 0.25 for g in every)])  # every point shown, ±1% in view
     for ax, layout in zip(axes.flat, layouts, strict=False):
         for r in rows:
             if r["layout"] == layout and r["metrics"] is not None:
@@ -123,7 +125,7 @@ def plot_all(rows: list[dict], path: Path) -> None:
                 ax.plot(steps, [100 * g for g in gap], label=f"w{r['width']} {r['corpus']}")
         for level in (100 * GAP_LIMIT, 0, -100 * GAP_LIMIT):
             ax.axhline(level, color="#888888", ls="--" if level else "-", lw=1)
-        ax.set(title=f"dp x tp x pp = {layout}", xlabel="step", ylabel="gap (%)", ylim=(-2, 2))
+        ax.set(title=f"dp x tp x pp = {layout}", xlabel="step", ylabel="gap (%)", ylim=(-reach, reach))
     for ax in list(axes.flat)[len(layouts) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
