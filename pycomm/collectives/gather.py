@@ -6,6 +6,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
+from pycomm.collectives import auto
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
@@ -71,7 +72,10 @@ def _allgather(
         res = res.reshape(size, a.size)
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allgather", exc)
-    eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
+    if spec.auto:
+        spec = auto.agreed_gather_choice(eng, comm, a, spec, "allgather").spec
+    else:
+        eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
     if not spec.compressed:
         eng.wait([comm.Iallgather(a, res)], "allgather")
         return res
@@ -92,7 +96,10 @@ def _bcast(
             raise ValueError(f"root {root} is not a rank of a communicator of {comm.Get_size()}")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("bcast", exc)
-    eng.agree(f"bcast {spec.codec}", spec.signature("bcast", a.dtype.str, a.size, root))
+    if spec.auto:
+        spec = auto.agreed_gather_choice(eng, comm, a, spec, "bcast", root=root).spec
+    else:
+        eng.agree(f"bcast {spec.codec}", spec.signature("bcast", a.dtype.str, a.size, root))
     if not spec.compressed:
         eng.wait([comm.Ibcast(a, root=root)], "bcast")
         return a

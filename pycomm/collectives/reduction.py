@@ -15,6 +15,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
+from pycomm.collectives import auto
 from pycomm.collectives.bound import agreed_kwargs
 from pycomm.collectives.buffers import (
     as_array,
@@ -121,7 +122,15 @@ def _allreduce(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
-    kw = agreed_kwargs(eng, comm, a, spec, op, "allreduce", algorithm, ef, source=source)
+    choice, framed = None, stats.wire_bytes
+    if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
+        choice = auto.agreed_choice(
+            eng, comm, a, spec, op, "allreduce", algorithm, ef, ef=ef, source=source,
+            algorithm_of=lambda s: _algorithm_name(eng, comm, s, algorithm, a.size, ef),
+        )  # fmt: skip
+        spec, kw = choice.spec, choice.kw
+    else:
+        kw = agreed_kwargs(eng, comm, a, spec, op, "allreduce", algorithm, ef, source=source)
     size = comm.Get_size()
     if kw is not None:
         alg = _algorithm(eng, comm, spec, algorithm, a.size, ef, kw)
@@ -132,17 +141,29 @@ def _allreduce(
         if err is not None:  # the residual goes out now, exactly
             a = a + err
             err[...] = 0
+        t1 = time.perf_counter()
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum)
+        wide = 2 if spec.caps.exact_sum and a.dtype == np.float32 else 1
+        eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
         stats.wire_bytes += a.nbytes
     else:
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
         _run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
+    if choice is not None:
+        auto.record(eng, choice, a.nbytes, stats.wire_bytes - framed)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
+
+
+def _algorithm_name(eng, comm, spec: CodecSpec, algorithm: str, count: int, ef: bool) -> str:
+    """The algorithm ``_algorithm`` picks for spec: "ring" or "allgather" (codec="auto"
+    weighs each candidate's)."""
+    ring = isinstance(_algorithm(eng, comm, spec, algorithm, count, ef, {}), Ring)
+    return "ring" if ring else "allgather"
 
 
 def _algorithm(eng, comm, spec: CodecSpec, algorithm: str, count: int, ef: bool, kw: dict):
@@ -173,10 +194,19 @@ def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> 
         stats.wire_bytes += sum(len(f) for f in frames if f is not None)
         return frames
 
+    ring = isinstance(alg, Ring)
+    name, copies = ("ring", 1 if alg.exact else alg.size) if ring else ("allgather", 1)
+
+    def exchange(frames: list, part: np.ndarray) -> list:
+        t0, framed = time.perf_counter(), copies * sum(len(f) for f in frames if f is not None)
+        done = alg.exchange(frames, part)
+        eng.link.add_transfer(name, framed, time.perf_counter() - t0)  # the link's figures
+        return done
+
     if len(segments) == 1:
-        alg.decode(alg.exchange(first(0, a.size), a), res)
+        alg.decode(exchange(first(0, a.size), a), res)
         return
-    pending = [eng.wire().submit(alg.exchange, first(lo, hi), a[lo:hi]) for lo, hi in segments]
+    pending = [eng.wire().submit(exchange, first(lo, hi), a[lo:hi]) for lo, hi in segments]
     for (lo, hi), fut in zip(segments, pending, strict=True):
         alg.decode(fut.result(), res[lo:hi])
 
@@ -233,11 +263,18 @@ def _reduce_scatter(
         m = a.size // size
         res = output_like(a, out, m)
         err = None if residual is None else output_like(a, residual)
-        if err is not None and not (spec.caps.exact_sum or not spec.compressed):
+        if err is not None and not (spec.caps.exact_sum or not spec.compressed or spec.auto):
             raise ValueError(f"reduce_scatter with codec {spec.codec!r} takes no residual")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("reduce_scatter", exc)
-    kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", err is not None)
+    ef = err is not None
+    if spec.auto:  # casts are left out with a residual: auto then picks raw or ebq
+        choice = auto.agreed_choice(
+            eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, algorithm_of=lambda s: "ring"
+        )
+        spec, kw = choice.spec, choice.kw
+    else:
+        kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef)
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err

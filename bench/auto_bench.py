@@ -1,0 +1,128 @@
+"""codec="auto": what its decision costs per call, and what it chooses against fixed codecs.
+
+Run under MPI: ``mpiexec -n 2 python bench/auto_bench.py`` (full speed: shared memory), or
+``bench/slow_net.sh 1gbit 2 .venv/bin/python bench/auto_bench.py`` (emulated 1 Gbit/s).
+Rank 0 prints two tables:
+1. the decision's cost: a 1 MiB float32 mean allreduce with codec "auto:rel:1e-3" while auto
+   chooses raw (the link pinned fast) against the same call with codec "none", interleaved;
+   the difference is what choosing costs (the agreement is made by both);
+2. per size, the median time of auto (unpinned: it measures the link as it runs, after
+   ``--learn`` calls) beside raw, ebq fast, ebq dense and fp16 at the same contract, in one
+   run, and what auto chose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import Counter
+
+import numpy as np
+from _common import synthetic
+from mpi4py import MPI
+
+import pycomm
+from pycomm.collectives import auto
+from pycomm.collectives.engine import engine_of
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+CONTRACT = "auto:rel:1e-3"
+FIXED = {
+    "raw": ("none", {}),
+    "ebq fast": ("ebq", dict(error_bound=1e-3, mode="rel")),
+    "ebq dense": ("ebq", dict(error_bound=1e-3, mode="rel", level="dense")),
+    "fp16": ("fp16", {}),
+}
+
+
+def timed(x: np.ndarray, codec: str, repeats: int, **kw) -> list[float]:
+    """Each call's time (the slowest rank's) of a mean allreduce of x through codec."""
+    out, times = np.empty_like(x), []
+    for _ in range(repeats):
+        COMM.Barrier()
+        t0 = time.perf_counter()
+        pycomm.allreduce(x, COMM, codec, out=out, op="mean", **kw)
+        times.append(COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    return times
+
+
+def decision_cost(repeats: int) -> dict:
+    x = synthetic(1 << 18, RANK)
+    link = engine_of(COMM).link
+    link.pin(2e-6, 1e12)  # so fast that auto goes raw: only the choice differs from "none"
+    plain, chosen = [], []
+    for _ in range(repeats):
+        plain += timed(x, "none", 1)
+        chosen += timed(x, CONTRACT, 1)
+    link.pin(None)
+    key = ("allreduce", x.size, x.dtype.str, pycomm.CodecSpec("auto", error_bound=1e-3))
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        auto.local_figures(engine_of(COMM), key)  # the local part alone (no agreement)
+    local = (time.perf_counter() - t0) / repeats
+    return {
+        "none": statistics.median(plain),
+        "auto": statistics.median(chosen),
+        "local": local,
+    }
+
+
+def by_size(sizes: list[int], repeats: int, learn: int) -> list[dict]:
+    rows = []
+    picks: Counter = Counter()
+    spy = auto.agreed_choice
+
+    def counting(*args, **kwargs):
+        choice = spy(*args, **kwargs)
+        picks[choice.name] += 1
+        return choice
+
+    auto.agreed_choice = counting
+    for nbytes in sizes:
+        x = synthetic(nbytes // 4, RANK)
+        row = {"bytes": nbytes}
+        for name, (codec, kw) in FIXED.items():
+            row[name] = statistics.median(timed(x, codec, repeats, **kw))
+        timed(x, CONTRACT, learn)  # the link is measured from these
+        picks.clear()
+        row["auto"] = statistics.median(timed(x, CONTRACT, repeats))
+        row["chose"] = ", ".join(f"{k} x{v}" for k, v in picks.most_common())
+        rows.append(row)
+    auto.agreed_choice = spy
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--learn", type=int, default=8, help="auto calls before timing, per size")
+    p.add_argument("--sizes", default="65536,1048576,16777216", help="bytes, comma-separated")
+    args = p.parse_args()
+    cost = decision_cost(max(args.repeats, 50))
+    rows = by_size([int(s) for s in args.sizes.split(",")], args.repeats, args.learn)
+    if RANK:
+        return
+    extra = cost["auto"] - cost["none"]
+    print(f"codec=auto on {SIZE} ranks ({CONTRACT}, float32 mean)")
+    print(
+        f"decision: 1 MiB allreduce none {cost['none'] * 1e6:.0f} us, auto (chose raw) "
+        f"{cost['auto'] * 1e6:.0f} us: +{extra * 1e6:.0f} us ({extra / cost['none']:.1%}); "
+        f"local figures alone {cost['local'] * 1e6:.1f} us"
+    )
+    link = engine_of(COMM).link.describe()
+    print(
+        f"link measured: {link['latency_us']:.1f} us per round, "
+        f"{link['bandwidth_gbit_s']:.2f} Gbit/s"
+    )
+    names = [*FIXED, "auto"]
+    print(f"{'size':>9} " + " ".join(f"{n + ' ms':>12}" for n in names) + "  auto/best  auto chose")
+    for r in rows:
+        best = min(r[n] for n in FIXED)
+        times = " ".join(f"{r[n] * 1e3:>12.2f}" for n in names)
+        print(f"{r['bytes'] >> 10:>7}Ki {times}  {r['auto'] / best:>9.2f}  {r['chose']}")
+
+
+if __name__ == "__main__":
+    main()
