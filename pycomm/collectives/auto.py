@@ -23,8 +23,8 @@ the same decision, and identical bits and the final bound hold whatever it is.
 from __future__ import annotations
 
 import functools
-import math
 import weakref
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,49 +33,37 @@ import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives import calibration
-from pycomm.collectives.bound import contract, final_kwargs, local_statistics, unit_roundoff
+from pycomm.collectives.bound import contract, final_kwargs, local_statistics
 from pycomm.collectives.buffers import finite_min_max, finite_rms
+from pycomm.collectives.cost import (
+    CAST_ROUNDOFF,
+    LEVELS,
+    Figures,
+    budget,
+    choose,
+    choose_frame,
+    raw_certain,
+    raw_error,
+)
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import exchange_rounds, moved_bytes
+from pycomm.collectives.link import WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 from pycomm.collectives.waits import SettingsMismatchError
 
-CANDIDATES = ("raw", "fp16", "bf16", "ebq_fast", "ebq_dense")
-#: A compressed codec is chosen only if predicted faster than raw by this factor.
-MARGIN = 0.9
-#: Unit roundoff of each cast, and half the spacing of its subnormals (the absolute floor).
-CAST_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
-CAST_FLOOR = {"fp16": 2.0**-25, "bf16": 2.0**-134}
-#: Largest partial sum an fp16 cast may meet (65504 is the largest finite half).
-FP16_LIMIT = 65000.0
-HEADER_BYTES = 64
 #: Message sizes (bytes) ``preview`` (``mpiucc info``) shows the choice for.
 PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
 #: Keys of ratio history kept per communicator before the oldest are dropped.
 MAX_KEYS = 4096
+#: Calls of a key that may skip the statistics before they are taken again.
+REFRESH = 16
+#: How far inside the bound a sum in the dtype must be for later calls to skip the statistics.
+RAW_MARGIN = 16.0
+#: Codecs whose cost is measured as they run (the calibration stands in until then).
+CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 
 NONE = CodecSpec()
 CASTS = {name: CodecSpec(name) for name in CAST_ROUNDOFF}
-
-
-@dataclass(frozen=True, slots=True)
-class Figures:
-    """What a choice weighs: link (s per round, s per byte), codec s per input byte (encode
-    and decode), a dense frame's size over a fast one's, and the frame size over the input
-    of each ebq level (0: unknown yet)."""
-
-    latency_s: float
-    per_byte: float
-    ebq_fast: float
-    ebq_dense: float
-    cast: float
-    dense_share: float
-    ratio_fast: float = 0.0
-    ratio_dense: float = 0.0
-
-    def vector(self) -> tuple[float, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,24 +77,48 @@ class Choice:
     key: tuple
 
 
-_history: weakref.WeakKeyDictionary[Engine, dict] = weakref.WeakKeyDictionary()
+class Observed:
+    """What auto learns on one communicator: per key the ratio each ebq level reached and
+    whether raw may sum in the dtype; per codec its measured cost; the last agreed figures.
+    ``raw_ok``, ``since`` and ``agreed`` derive from agreed values only: the same on every
+    rank."""
+
+    __slots__ = ("keys", "codec_costs", "agreed")
+
+    def __init__(self) -> None:
+        self.keys: dict[tuple, list] = {}  # key: [ratio_fast, ratio_dense, raw_ok, since]
+        self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
+        self.agreed: Figures | None = None
+
+    def key(self, key: tuple) -> list:
+        entry = self.keys.get(key)
+        if entry is None:
+            if len(self.keys) >= MAX_KEYS:
+                self.keys.clear()
+            entry = self.keys[key] = [0.0, 0.0, False, 0]
+        return entry
+
+
+_observed: weakref.WeakKeyDictionary[Engine, Observed] = weakref.WeakKeyDictionary()
+
+
+def observed(eng: Engine) -> Observed:
+    got = _observed.get(eng)
+    if got is None:
+        got = _observed[eng] = Observed()
+    return got
 
 
 def local_figures(eng: Engine, key: tuple | None = None) -> Figures:
-    """This rank's figures: its link's, its CPU's and, for key, its last frames' ratios."""
+    """This rank's figures: its link's, its codecs' (measured in its own calls, else the
+    calibration's) and, for key, the ratios its last frames reached."""
     latency, per_byte = eng.link.figures()
     speeds = calibration.codec_speeds()
-    fast, dense = _history.get(eng, {}).get(key, (0.0, 0.0))
-    return Figures(
-        latency,
-        per_byte,
-        speeds["ebq_fast"],
-        speeds["ebq_dense"],
-        speeds["cast"],
-        speeds["dense_share"],
-        fast,
-        dense,
-    )
+    seen = observed(eng)
+    costs = [quantile(seen.codec_costs[name], speeds[name]) for name in CODEC_COSTS]
+    entry = seen.keys.get(key)
+    fast, dense = (0.0, 0.0) if entry is None else entry[:2]
+    return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense)
 
 
 def agreed_choice(
@@ -126,6 +138,11 @@ def agreed_choice(
     ``algorithm_of(spec)`` names the algorithm the collective would run for spec ("ring" or
     "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
     size is not part of the proven bound).
+
+    Where the last agreed figures already make raw certain for this size (``raw_certain``)
+    and the last full decision on this key proved a sum in the dtype within the bound, this
+    rank's statistics (a pass over a) are skipped; at least every ``REFRESH`` calls of a key
+    take them again.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
@@ -133,11 +150,24 @@ def agreed_choice(
     if spec.lossless or a.size == 0:
         eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
-    stats = local_statistics(a, spec, source)
-    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).vector()))
-    ranks, mean = comm.Get_size(), op == "mean"
-    fig = Figures(*v[2:])
+    seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
+    entry = seen.key(key)
+    raw_ways = lambda name: algorithm_of(_spec_of(spec, name))  # noqa: E731
+    skip = (
+        entry[2]
+        and entry[3] < REFRESH
+        and seen.agreed is not None
+        and raw_certain(seen.agreed, a.size, a.dtype.itemsize, ranks, raw_ways)
+    )
+    stats = (0.0, 0.0) if skip else local_statistics(a, spec, source)
+    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
+    fig = seen.agreed = Figures.from_agreed(v[2:])
+    if skip:
+        entry[3] += 1
+        return Choice("raw", NONE, None, key)
     bound, top = contract(spec, v[:2])
+    limit = budget(bound, top, ranks, mean, a.dtype)
+    entry[2], entry[3] = raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit, 0
     levels = {name: final_kwargs(_ebq(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     name = choose(
         fig,
@@ -149,10 +179,10 @@ def agreed_choice(
         top=top,
         rank_bound=None if levels["ebq_fast"] is None else levels["ebq_fast"]["error_bound"],
         casts=not ef and a.dtype == np.float32,
-        algorithm_of=lambda name: algorithm_of(_spec_of(spec, name)),
+        algorithm_of=raw_ways,
     )
     if name == "raw":
-        wide = raw_error(top, ranks, a.dtype) > budget(bound, top, ranks, mean, a.dtype)
+        wide = raw_error(top, ranks, a.dtype) > limit
         return Choice(name, _ebq(spec, "ebq_fast") if wide else NONE, None, key)
     chosen = _spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
@@ -173,33 +203,13 @@ def agreed_gather_choice(
         return Choice("raw", NONE, None, key)
     mine = root is None or comm.Get_rank() == root
     stats = _gather_statistics(a, spec) if mine else (0.0, -np.inf)
-    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).vector()))
-    fig, top = Figures(*v[2:]), v[0]
+    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
+    fig, top = Figures.from_agreed(v[2:]), v[0]
     smallest = spec.error_bound * -v[1]
     ranks = 2 if root is not None else comm.Get_size()  # a bcast moves about one copy
     best = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=ranks, top=top, bound=smallest)
     chosen = NONE if best == "raw" else _spec_of(spec, best)
     return Choice(best, chosen, None if best == "raw" else chosen.codec_kwargs(), key)
-
-
-def choose_frame(
-    fig: Figures, *, count: int, dtype: np.dtype, ranks: int, top: float, bound: float
-) -> str:
-    """The candidate of least predicted time for frames decoded as sent (allgather, bcast,
-    send: ``ranks`` - 1 copies move), where every |x| <= top and every frame's bound is at
-    least ``bound`` (a pure function)."""
-    itemsize = np.dtype(dtype).itemsize
-    best, best_t = "raw", predict(fig, "raw", count, itemsize, ranks, "allgather")
-    threshold = best_t * MARGIN
-    for name in CANDIDATES[1:]:
-        if name in CAST_ROUNDOFF:
-            err = CAST_ROUNDOFF[name] * top + CAST_FLOOR[name]
-            if dtype != np.float32 or not err <= bound or name == "fp16" and top > FP16_LIMIT:
-                continue
-        t = predict(fig, name, count, itemsize, ranks, "allgather", bound, top)
-        if t < threshold and (best == "raw" or t < best_t):
-            best, best_t = name, t
-    return best
 
 
 def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
@@ -253,125 +263,19 @@ class AnyFrame:
         return frame
 
 
-def choose(
-    fig: Figures,
-    *,
-    count: int,
-    dtype: np.dtype,
-    ranks: int,
-    mean: bool,
-    bound: float,
-    top: float,
-    rank_bound: float | None,
-    casts: bool,
-    algorithm_of: Callable[[str], str],
-) -> str:
-    """The candidate of least predicted time that keeps the bound (a pure function).
-
-    ``bound`` and ``top``: the user's bound on the result and the largest |x| (agreed);
-    ``rank_bound``: ebq's per-rank bound (None: ebq cannot keep the bound at this magnitude);
-    ``casts``: whether fp16/bf16 may be weighed at all.
-    """
-    if ranks < 2:
-        return "raw"
-    itemsize = np.dtype(dtype).itemsize
-    limit = budget(bound, top, ranks, mean, dtype)
-    wide = raw_error(top, ranks, dtype) > limit
-    best, best_t = "raw", predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide)
-    threshold = best_t * MARGIN
-    for name in CANDIDATES[1:]:
-        if name in CAST_ROUNDOFF:
-            err = cast_error(name, top, ranks, dtype) if casts else None
-            if err is None or not err <= limit:
-                continue
-        elif rank_bound is None:
-            continue
-        t = predict(fig, name, count, itemsize, ranks, algorithm_of(name), rank_bound, top)
-        if t < threshold and (best == "raw" or t < best_t):
-            best, best_t = name, t
-    return best
-
-
-def predict(
-    fig: Figures,
-    name: str,
-    count: int,
-    itemsize: int,
-    ranks: int,
-    algorithm: str,
-    rank_bound: float = 0.0,
-    top: float = 0.0,
-    *,
-    wide: bool = False,
-) -> float:
-    """Predicted seconds of an allreduce of count elements through candidate ``name``."""
-    nbytes = count * itemsize
-    if name == "raw":
-        frame, codec = nbytes * (2 if wide else 1), 0.0
-    elif name in CAST_ROUNDOFF:
-        frame = count * 2 + HEADER_BYTES
-        codec = nbytes * fig.cast * (ranks + 1) / 2  # a ring or a gather decodes ~N/2 more
-    else:
-        share = ratios(fig, rank_bound, top, itemsize)[name == "ebq_dense"]
-        frame = nbytes * share + HEADER_BYTES
-        codec = nbytes * (fig.ebq_dense if name == "ebq_dense" else fig.ebq_fast)
-    wire = moved_bytes(algorithm, ranks, frame) * fig.per_byte
-    return codec + exchange_rounds(algorithm, ranks) * fig.latency_s + wire
-
-
-def ratios(fig: Figures, rank_bound: float, top: float, itemsize: int) -> tuple[float, float]:
-    """Frame over input size of ebq (fast, dense): from history, else a first guess from the
-    bound (the fast level packs each index in about log2(top / 2e) + 2 bits)."""
-    fast = fig.ratio_fast
-    if not fast:
-        bits = math.log2(top / (2 * rank_bound) + 1) + 2 if rank_bound > 0 else 8 * itemsize
-        fast = min(1.0, bits / (8 * itemsize))
-    return fast, fig.ratio_dense or fast * fig.dense_share
-
-
-def cast_error(name: str, top: float, ranks: int, dtype: np.dtype) -> float | None:
-    """Worst |result - exact sum| of a cast allreduce on N ranks with |x| <= top (None: a
-    partial sum could overflow fp16).
-
-    Either algorithm rounds at most N(N+1)/2 values of at most k*top (k <= N contributions,
-    grown by earlier roundings), each by u*|v| + floor, and adds in the dtype at most N^2
-    times units of top: the ring casts its partial sums after each of N-1 steps, the gathered
-    algorithm casts N inputs and adds them in rank order.
-    """
-    u, n = CAST_ROUNDOFF[name], float(ranks)
-    grow = (1 + u) ** n
-    if name == "fp16" and not n * top * grow <= FP16_LIMIT:
-        return None
-    casts = n * (n + 1) / 2 * (u * top * grow + CAST_FLOOR[name])
-    return casts + n * n * unit_roundoff(dtype) * top * grow
-
-
-def raw_error(top: float, ranks: int, dtype: np.dtype) -> float:
-    """Worst error of MPI's own sum in the dtype: N-1 additions of at most N*top each."""
-    return ranks * ranks * unit_roundoff(dtype) * top
-
-
-def budget(bound: float, top: float, ranks: int, mean: bool, dtype: np.dtype) -> float:
-    """What the sum's error may be for the result to keep ``bound`` (a mean divides by N and
-    rounds once more)."""
-    if not mean:
-        return bound
-    return (bound - unit_roundoff(dtype) * (top + bound)) * ranks
-
-
-def record(eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int) -> None:
-    """Keep the ratio an ebq level reached on this key, for the next call's prediction."""
-    if choice.name not in LEVELS or not raw_bytes or not frame_bytes:
+def record(
+    eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int, codec_s: float, ranks: int
+) -> None:
+    """After a call: the ratio its ebq level reached on its key, and what its codec cost (the
+    call's time outside the exchange, per input byte, as ``cost.predict`` counts it)."""
+    if choice.name == "raw" or not raw_bytes:
         return
-    table = _history.setdefault(eng, {})
-    if len(table) >= MAX_KEYS and choice.key not in table:
-        table.clear()
-    fast, dense = table.get(choice.key, (0.0, 0.0))
-    share = frame_bytes / raw_bytes
-    table[choice.key] = (share, dense) if choice.name == "ebq_fast" else (fast, share)
-
-
-LEVELS = ("ebq_fast", "ebq_dense")
+    seen = observed(eng)
+    name = "cast" if choice.name in CAST_ROUNDOFF else choice.name
+    factor = (ranks + 1) / 2 if name == "cast" else 1.0
+    seen.codec_costs[name].append(codec_s / raw_bytes / factor)
+    if choice.name in LEVELS and frame_bytes:
+        seen.key(choice.key)[choice.name == "ebq_dense"] = frame_bytes / raw_bytes
 
 
 @functools.lru_cache(maxsize=256)

@@ -39,12 +39,12 @@ def moved_bytes(algorithm: str, ranks: int, frame_bytes: float) -> float:
 
 
 def exchange_rounds(algorithm: str, ranks: int) -> int:
-    """Message rounds of an exchange: MPI's allreduce 2 ceil(log2 N), the ring N-1 steps and
-    its allgather (1 round on 2 ranks, sizes then frames beyond), the gathered algorithm the
-    allgather alone."""
+    """Message rounds of an exchange: MPI's allreduce ceil(log2 N) (recursive doubling; its
+    large-message algorithms are counted by their bytes), the ring N-1 steps and its allgather
+    (1 round on 2 ranks, sizes then frames beyond), the gathered algorithm the allgather alone."""
     gather = 1 if ranks == 2 else 2
     if algorithm == "raw":
-        return 2 * rounds(ranks)
+        return rounds(ranks)
     return gather + (ranks - 1 if algorithm == "ring" else 0)
 
 
@@ -83,8 +83,8 @@ class Link:
         got = self._figures
         if got is None:
             got = self._figures = (
-                _quantile(self._latency, FIRST_LATENCY_S),
-                _quantile(self._per_byte, FIRST_SECONDS_PER_BYTE),
+                quantile(self._latency, FIRST_LATENCY_S),
+                quantile(self._per_byte, FIRST_SECONDS_PER_BYTE),
             )
         return got
 
@@ -107,7 +107,8 @@ class Link:
         }
 
 
-def _quantile(samples: deque[float], first: float) -> float:
+def quantile(samples: deque[float], first: float) -> float:
+    """The ``QUANTILE`` of the samples, ``first`` while there are none."""
     if not samples:
         return first
     ordered = sorted(samples)

@@ -13,21 +13,21 @@ from hypothesis import strategies as st
 from mpi_launch import run_mpi
 
 import pycomm
-from pycomm.collectives import auto, calibration
+from pycomm.collectives import calibration, cost
 from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, WINDOW, Link
 from pycomm.collectives.spec import make_spec
 
 SCRIPTS = Path(__file__).parent / "mpi"
 #: Figures of a fast link (shared memory) and a slow one (1 Gbit/s), this CPU's codecs about.
 CPU = dict(ebq_fast=1e-9, ebq_dense=4e-9, cast=5e-10, dense_share=0.8)
-FAST = auto.Figures(2e-6, 1 / 20e9, **CPU)
-SLOW = auto.Figures(50e-6, 1 / 125e6, **CPU)
+FAST = cost.Figures(2e-6, 1 / 20e9, **CPU)
+SLOW = cost.Figures(50e-6, 1 / 125e6, **CPU)
 
 
-def choose(fig: auto.Figures, count: int, *, bound: float = 1e-3, top: float = 1.0, **kw):
+def choose(fig: cost.Figures, count: int, *, bound: float = 1e-3, top: float = 1.0, **kw):
     args = dict(count=count, dtype=np.dtype(np.float32), ranks=4, mean=True, bound=bound)
     args.update(top=top, rank_bound=bound / 8, casts=True, algorithm_of=lambda name: "ring")
-    return auto.choose(fig, **{**args, **kw})
+    return cost.choose(fig, **{**args, **kw})
 
 
 # -- the spec --
@@ -71,20 +71,20 @@ def test_no_bound_room_means_no_cast_and_no_ebq() -> None:
 
 
 def test_a_loose_bound_on_a_slow_link_may_cast_but_never_with_a_residual() -> None:
-    fig = auto.Figures(50e-6, 1 / 125e6, 1e-7, 1e-7, 5e-10, 0.8)  # ebq made slow on purpose
+    fig = cost.Figures(50e-6, 1 / 125e6, 1e-7, 1e-7, 5e-10, 0.8)  # ebq made slow on purpose
     assert choose(fig, 1 << 20, bound=0.05) == "fp16"
     assert choose(fig, 1 << 20, bound=0.05, casts=False) == "raw"
 
 
 def test_a_cast_that_could_overflow_fp16_is_not_taken() -> None:
-    fig = auto.Figures(50e-6, 1 / 125e6, 1e-7, 1e-7, 5e-10, 0.8)
+    fig = cost.Figures(50e-6, 1 / 125e6, 1e-7, 1e-7, 5e-10, 0.8)
     assert choose(fig, 1 << 20, bound=0.05 * 1e5, top=1e5) == "bf16"
 
 
 def test_ratio_history_steers_the_level() -> None:
-    poor = auto.Figures(*SLOW.vector()[:6], ratio_fast=0.9, ratio_dense=0.9)
+    poor = cost.Figures(*SLOW.vector()[:6], ratio_fast=0.9, ratio_dense=0.9)
     assert choose(poor, 1 << 20) == "raw"  # incompressible: not worth the codec time
-    dense = auto.Figures(*SLOW.vector()[:6], ratio_fast=0.5, ratio_dense=0.1)
+    dense = cost.Figures(*SLOW.vector()[:6], ratio_fast=0.5, ratio_dense=0.1)
     assert choose(dense, 1 << 22) == "ebq_dense"
 
 
@@ -127,7 +127,7 @@ def test_cast_error_bounds_the_sum(name, ranks, scale, ring, seed) -> None:
     xs = (scale * (1 + rng.random((ranks, 256)) * 2.0**-9)).astype(np.float32)
     xs[:, ::3] *= rng.choice([-1, 1], size=(ranks, 1)).astype(np.float32)
     top = float(np.abs(xs).max())
-    bound = auto.cast_error(name, top, ranks, np.dtype(np.float32))
+    bound = cost.cast_error(name, top, ranks, np.dtype(np.float32))
     if bound is None:
         assert name == "fp16" and ranks * top > 6e4
         return
@@ -140,7 +140,7 @@ def test_cast_error_bounds_the_sum(name, ranks, scale, ring, seed) -> None:
 @given(top=st.floats(1e-30, 1e30), ranks=st.integers(2, 64), bound=st.floats(1e-30, 1e30))
 def test_budget_of_a_mean_never_exceeds_the_sums(top, ranks, bound) -> None:
     dtype = np.dtype(np.float32)
-    assert auto.budget(bound, top, ranks, True, dtype) <= bound * ranks
+    assert cost.budget(bound, top, ranks, True, dtype) <= bound * ranks
 
 
 # -- the link --
@@ -212,3 +212,17 @@ def test_auto_under_mpi(ranks: int, tmp_path) -> None:
     a lossless contract sends no lossy frame."""
     out = run_mpi(SCRIPTS / "check_auto.py", ranks, str(tmp_path), timeout=240)
     assert "auto: passed" in out
+
+
+def test_raw_is_certain_on_a_fast_link_only() -> None:
+    ring = lambda name: "ring"  # noqa: E731
+    assert cost.raw_certain(FAST, 1 << 18, 4, 2, ring)
+    assert not cost.raw_certain(SLOW, 1 << 18, 4, 2, ring)
+    assert cost.raw_certain(SLOW, 4, 4, 2, ring)  # a few bytes: latency rules
+
+
+def test_agreement_takes_the_fastest_link_and_the_slowest_codecs() -> None:
+    a = cost.Figures(1e-5, 1e-9, 1e-9, 2e-9, 1e-10, 0.8, 0.3, 0.2)
+    b = cost.Figures(2e-5, 4e-9, 3e-9, 1e-9, 2e-10, 0.7, 0.4, 0.1)
+    agreed = cost.Figures.from_agreed(np.maximum(a.agreed_vector(), b.agreed_vector()))
+    assert agreed == cost.Figures(1e-5, 1e-9, 3e-9, 2e-9, 2e-10, 0.8, 0.4, 0.2)
