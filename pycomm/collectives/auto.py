@@ -46,7 +46,7 @@ from pycomm.collectives.cost import (
     raw_error,
 )
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import WINDOW, quantile
+from pycomm.collectives.link import WINDOW, exchange_rounds, moved_bytes, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 from pycomm.collectives.waits import SettingsMismatchError
@@ -264,16 +264,23 @@ class AnyFrame:
 
 
 def record(
-    eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int, codec_s: float, ranks: int
+    eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int, elapsed: float, ring: bool
 ) -> None:
-    """After a call: the ratio its ebq level reached on its key, and what its codec cost (the
-    call's time outside the exchange, per input byte, as ``cost.predict`` counts it)."""
-    if choice.name == "raw" or not raw_bytes:
+    """After a compressed call that took ``elapsed`` seconds (compress, exchange, decode): the
+    ratio its ebq level reached on its key, and its codec's cost per input byte, counted as
+    ``cost.predict`` counts it: all the time the link's figures do not explain (the waits for
+    slower ranks, threads competing for cores) is the codec's, so that what the model
+    predicts next follows what such calls really took."""
+    seen, ranks = observed(eng), eng.link.ranks
+    if choice.name == "raw" or not raw_bytes or seen.agreed is None:
         return
-    seen = observed(eng)
+    algorithm = "ring" if ring else "allgather"
+    fig = seen.agreed
+    wire = exchange_rounds(algorithm, ranks) * fig.latency_s
+    wire += moved_bytes(algorithm, ranks, frame_bytes) * fig.per_byte
     name = "cast" if choice.name in CAST_ROUNDOFF else choice.name
     factor = (ranks + 1) / 2 if name == "cast" else 1.0
-    seen.codec_costs[name].append(codec_s / raw_bytes / factor)
+    seen.codec_costs[name].append(max(elapsed - wire, 0.1 * elapsed) / raw_bytes / factor)
     if choice.name in LEVELS and frame_bytes:
         seen.key(choice.key)[choice.name == "ebq_dense"] = frame_bytes / raw_bytes
 

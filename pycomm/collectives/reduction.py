@@ -149,13 +149,12 @@ def _allreduce(
     else:
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
         t1 = time.perf_counter()
-        exchange_s = _run_segments(eng, alg, a, res, err, segments, stats, source)
+        _run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
         if choice is not None:  # what this call teaches auto: its ratio and its codec's cost
-            elapsed = time.perf_counter() - t1
-            codec_s = max(elapsed - exchange_s, 0.1 * elapsed)  # segments may overlap
-            auto.record(eng, choice, a.nbytes, stats.wire_bytes - framed, codec_s, size)
+            framed, ring = stats.wire_bytes - framed, isinstance(alg, Ring)
+            auto.record(eng, choice, a.nbytes, framed, time.perf_counter() - t1, ring)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
@@ -181,10 +180,9 @@ def _algorithm(eng, comm, spec: CodecSpec, algorithm: str, count: int, ef: bool,
     return (Ring if algorithm == "ring" else Gathered)(eng, comm, kw, exact)
 
 
-def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> float:
+def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> None:
     """Compress, exchange and decode each segment; with several, compression of segment k+1
-    (this thread) overlaps the exchange of segment k (the engine's wire thread). Returns the
-    seconds spent in exchanges (summed over segments, overlapped or not)."""
+    (this thread) overlaps the exchange of segment k (the engine's wire thread)."""
 
     def framer(lo: int, hi: int) -> Framer:
         if source is None:
@@ -201,23 +199,18 @@ def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> 
     ring = isinstance(alg, Ring)
     name, copies = ("ring", 1 if alg.exact else alg.size) if ring else ("allgather", 1)
 
-    spent = [0.0]
-
     def exchange(frames: list, part: np.ndarray) -> list:
         t0, framed = time.perf_counter(), copies * sum(len(f) for f in frames if f is not None)
         done = alg.exchange(frames, part)
-        seconds = time.perf_counter() - t0
-        eng.link.add_transfer(name, framed, seconds)  # the link's figures
-        spent[0] += seconds
+        eng.link.add_transfer(name, framed, time.perf_counter() - t0)  # the link's figures
         return done
 
     if len(segments) == 1:
         alg.decode(exchange(first(0, a.size), a), res)
-        return spent[0]
+        return
     pending = [eng.wire().submit(exchange, first(lo, hi), a[lo:hi]) for lo, hi in segments]
     for (lo, hi), fut in zip(segments, pending, strict=True):
         alg.decode(fut.result(), res[lo:hi])
-    return spent[0]
 
 
 def reduce_scatter(
