@@ -55,9 +55,9 @@ from pycomm.collectives.waits import SettingsMismatchError
 PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
 #: Keys of ratio history kept per communicator before the oldest are dropped.
 MAX_KEYS = 4096
-#: Calls of a key that may skip the statistics before they are taken again.
+#: Calls of a key that take a settled raw before the next full decision.
 REFRESH = 16
-#: How far inside the bound a sum in the dtype must be for later calls to skip the statistics.
+#: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
@@ -77,25 +77,35 @@ class Choice:
     key: tuple
 
 
+class Seen:
+    """What auto keeps of one key (what, size, dtype, contract): the ratio each ebq level
+    reached (this rank's frames) and, from agreed values only (the same on every rank),
+    whether raw was settled at the last full decision and how many calls ago that was."""
+
+    __slots__ = ("ratio_fast", "ratio_dense", "settled", "since")
+
+    def __init__(self) -> None:
+        self.ratio_fast = self.ratio_dense = 0.0
+        self.settled, self.since = False, 0
+
+
 class Observed:
-    """What auto learns on one communicator: per key the ratio each ebq level reached and
-    whether raw may sum in the dtype; per codec its measured cost; the last agreed figures.
-    ``raw_ok``, ``since`` and ``agreed`` derive from agreed values only: the same on every
-    rank."""
+    """What auto learns on one communicator: per key a ``Seen``, per codec its measured
+    cost, and the last agreed figures."""
 
     __slots__ = ("keys", "codec_costs", "agreed")
 
     def __init__(self) -> None:
-        self.keys: dict[tuple, list] = {}  # key: [ratio_fast, ratio_dense, raw_ok, since]
+        self.keys: dict[tuple, Seen] = {}
         self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
         self.agreed: Figures | None = None
 
-    def key(self, key: tuple) -> list:
+    def key(self, key: tuple) -> Seen:
         entry = self.keys.get(key)
         if entry is None:
-            if len(self.keys) >= MAX_KEYS:
+            if len(self.keys) >= MAX_KEYS:  # the same on every rank: keys come in call order
                 self.keys.clear()
-            entry = self.keys[key] = [0.0, 0.0, False, 0]
+            entry = self.keys[key] = Seen()
         return entry
 
 
@@ -117,7 +127,7 @@ def local_figures(eng: Engine, key: tuple | None = None) -> Figures:
     seen = observed(eng)
     costs = [quantile(seen.codec_costs[name], speeds[name]) for name in CODEC_COSTS]
     entry = seen.keys.get(key)
-    fast, dense = (0.0, 0.0) if entry is None else entry[:2]
+    fast, dense = (0.0, 0.0) if entry is None else (entry.ratio_fast, entry.ratio_dense)
     return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense)
 
 
@@ -139,10 +149,11 @@ def agreed_choice(
     "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
     size is not part of the proven bound).
 
-    Where the last agreed figures already make raw certain for this size (``raw_certain``)
-    and the last full decision on this key proved a sum in the dtype within the bound, this
-    rank's statistics (a pass over a) are skipped; at least every ``REFRESH`` calls of a key
-    take them again.
+    Where the last full decision on this key settled raw (``raw_certain``: no codec could
+    win at any ratio, and a sum in the dtype keeps the bound with room to spare), the next
+    ``REFRESH`` calls of the key take raw without this rank's statistics (a pass over a) and
+    figures: the agreement still runs (settings digest, validity), and the decision is a
+    function of agreed values and the call count, so the same on every rank.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
@@ -152,22 +163,21 @@ def agreed_choice(
         return Choice("raw", NONE, None, key)
     seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
     entry = seen.key(key)
-    raw_ways = lambda name: algorithm_of(_spec_of(spec, name))  # noqa: E731
-    skip = (
-        entry[2]
-        and entry[3] < REFRESH
-        and seen.agreed is not None
-        and raw_certain(seen.agreed, a.size, a.dtype.itemsize, ranks, raw_ways)
-    )
-    stats = (0.0, 0.0) if skip else local_statistics(a, spec, source)
+    if entry.settled and entry.since < REFRESH:
+        entry.since += 1
+        eng.agree(label, sig)
+        return Choice("raw", NONE, None, key)
+    stats = local_statistics(a, spec, source)
     v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
     fig = seen.agreed = Figures.from_agreed(v[2:])
-    if skip:
-        entry[3] += 1
-        return Choice("raw", NONE, None, key)
     bound, top = contract(spec, v[:2])
     limit = budget(bound, top, ranks, mean, a.dtype)
-    entry[2], entry[3] = raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit, 0
+    raw_ways = lambda name: algorithm_of(_spec_of(spec, name))  # noqa: E731
+    room = raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
+    entry.since = 0
+    entry.settled = room and raw_certain(fig, a.size, a.dtype.itemsize, ranks, raw_ways)
+    if entry.settled:
+        return Choice("raw", NONE, None, key)
     levels = {name: final_kwargs(_ebq(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     name = choose(
         fig,
@@ -282,7 +292,11 @@ def record(
     factor = (ranks + 1) / 2 if name == "cast" else 1.0
     seen.codec_costs[name].append(max(elapsed - wire, 0.1 * elapsed) / raw_bytes / factor)
     if choice.name in LEVELS and frame_bytes:
-        seen.key(choice.key)[choice.name == "ebq_dense"] = frame_bytes / raw_bytes
+        entry = seen.key(choice.key)
+        if choice.name == "ebq_dense":
+            entry.ratio_dense = frame_bytes / raw_bytes
+        else:
+            entry.ratio_fast = frame_bytes / raw_bytes
 
 
 @functools.lru_cache(maxsize=256)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +27,7 @@ LEVELS = ("ebq_fast", "ebq_dense")
 MIN_SHARE = 1 / 32
 
 
-@dataclass(frozen=True, slots=True)
-class Figures:
+class Figures(NamedTuple):
     """What a choice weighs: link (s per round, s per byte), codec s per input byte (encode
     and decode), a dense frame's size over a fast one's, and the frame size over the input
     of each ebq level (0: unknown yet)."""
@@ -42,15 +41,11 @@ class Figures:
     ratio_fast: float = 0.0
     ratio_dense: float = 0.0
 
-    def vector(self) -> tuple[float, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
     def agreed_vector(self) -> tuple[float, ...]:
         """The figures as the agreement's MAX reduces them: the link's negated, so that the
         agreed link is the fastest any rank measured (a rank that came early also timed its
         wait for the last one, which is no cost of the link), the rest the slowest."""
-        v = self.vector()
-        return (-v[0], -v[1], *v[2:])
+        return (-self[0], -self[1], *self[2:])
 
     @classmethod
     def from_agreed(cls, v) -> Figures:
@@ -124,7 +119,7 @@ def raw_certain(
     if ranks < 2:
         return True
     threshold = predict(fig, "raw", count, itemsize, ranks, "raw") * MARGIN
-    best = replace(fig, ratio_fast=MIN_SHARE, ratio_dense=MIN_SHARE)
+    best = fig._replace(ratio_fast=MIN_SHARE, ratio_dense=MIN_SHARE)
     return all(
         predict(best, name, count, itemsize, ranks, algorithm_of(name)) >= threshold
         for name in CANDIDATES[1:]

@@ -128,8 +128,13 @@ def make_spec(codec: str | CodecSpec | None, **options: Any) -> CodecSpec:
             raise TypeError("pass codec options inside the CodecSpec, not beside it")
         return codec
     if isinstance(codec, str) and codec.startswith(AUTO + ":"):
-        return CodecSpec(AUTO, **parse_auto(codec), **options)
+        return _auto_spec(codec) if not options else CodecSpec(AUTO, **parse_auto(codec), **options)
     return CodecSpec(codec or "none", **options)
+
+
+@functools.lru_cache(maxsize=64)
+def _auto_spec(text: str) -> CodecSpec:
+    return CodecSpec(AUTO, **parse_auto(text))  # cached: a job passes the same few strings
 
 
 def parse_auto(text: str) -> dict[str, Any]:

@@ -82,9 +82,9 @@ def test_a_cast_that_could_overflow_fp16_is_not_taken() -> None:
 
 
 def test_ratio_history_steers_the_level() -> None:
-    poor = cost.Figures(*SLOW.vector()[:6], ratio_fast=0.9, ratio_dense=0.9)
+    poor = cost.Figures(*SLOW[:6], ratio_fast=0.9, ratio_dense=0.9)
     assert choose(poor, 1 << 20) == "raw"  # incompressible: not worth the codec time
-    dense = cost.Figures(*SLOW.vector()[:6], ratio_fast=0.5, ratio_dense=0.1)
+    dense = cost.Figures(*SLOW[:6], ratio_fast=0.5, ratio_dense=0.1)
     assert choose(dense, 1 << 22) == "ebq_dense"
 
 

@@ -58,6 +58,8 @@ SCENARIOS = {
 
 
 def set_scenario(name: str) -> None:
+    """Pin this rank's figures (skewed across ranks on purpose); forget what auto learned."""
+    auto._observed.clear()
     latency, bandwidth, slower = SCENARIOS[name](RANK)
     LINK.pin(latency, bandwidth)
     speeds = {k: v * slower if k.startswith("ebq") else v for k, v in SPEEDS.items()}
@@ -189,6 +191,18 @@ def check_reduce_scatter() -> None:
     assert np.abs(y - exact).max() <= 1e-3 + np.abs(exact).max() * 1e-6
 
 
+def check_refresh() -> None:
+    """Raw settled on a fast link is decided again within REFRESH calls once it is slow."""
+    set_scenario("fast")
+    x = data("normal", 300_000, 3)
+    pycomm.allreduce(x, codec="auto:rel:1e-3")
+    assert one_decision("settled") == "raw"
+    LINK.pin(50e-6, 125e6)
+    for _ in range(auto.REFRESH + 1):
+        pycomm.allreduce(x, codec="auto:rel:1e-3")
+    assert one_decision("refreshed") != "raw", "a settled raw was never decided again"
+
+
 def check_learning() -> None:
     """Unpinned: a real link; every call still agrees, and the history keeps ratios."""
     LINK.pin(None)
@@ -206,6 +220,8 @@ def main() -> None:
     check_lossless()
     check_reduce_scatter()
     check_gather_bcast_p2p()
+    if SIZE > 1:
+        check_refresh()
     check_learning()
     COMM.Barrier()
     if RANK == 0:
