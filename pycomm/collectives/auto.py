@@ -23,7 +23,6 @@ the same decision, and identical bits and the final bound hold whatever it is.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,11 +73,12 @@ class Choice:
     name: str
     spec: CodecSpec
     kw: dict | None
-    key: tuple
+    key: int
 
 
 class Seen:
-    """What auto keeps of one key (what, size, dtype, contract): the ratio each ebq level
+    """What auto keeps of one key (a call's settings digest: what, size, dtype, op,
+    contract): the ratio each ebq level
     reached (this rank's frames) and, from agreed values only (the same on every rank),
     whether raw was settled at the last full decision and how many calls ago that was."""
 
@@ -96,11 +96,11 @@ class Observed:
     __slots__ = ("keys", "codec_costs", "agreed")
 
     def __init__(self) -> None:
-        self.keys: dict[tuple, Seen] = {}
+        self.keys: dict[int, Seen] = {}
         self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
         self.agreed: Figures | None = None
 
-    def key(self, key: tuple) -> Seen:
+    def key(self, key: int) -> Seen:
         entry = self.keys.get(key)
         if entry is None:
             if len(self.keys) >= MAX_KEYS:  # the same on every rank: keys come in call order
@@ -109,17 +109,15 @@ class Observed:
         return entry
 
 
-_observed: weakref.WeakKeyDictionary[Engine, Observed] = weakref.WeakKeyDictionary()
-
-
 def observed(eng: Engine) -> Observed:
-    got = _observed.get(eng)
+    """The engine's ``Observed``, made on first use."""
+    got = eng.observed
     if got is None:
-        got = _observed[eng] = Observed()
+        got = eng.observed = Observed()
     return got
 
 
-def local_figures(eng: Engine, key: tuple | None = None) -> Figures:
+def local_figures(eng: Engine, key: int | None = None) -> Figures:
     """This rank's figures: its link's, its codecs' (measured in its own calls, else the
     calibration's) and, for key, the ratios its last frames reached."""
     latency, per_byte = eng.link.figures()
@@ -157,7 +155,7 @@ def agreed_choice(
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
-    key = (what, a.size, a.dtype.str, spec)
+    key = sig  # what, size, dtype, op, contract: the call's settings digest
     if spec.lossless or a.size == 0:
         eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
@@ -207,7 +205,7 @@ def agreed_gather_choice(
     every rank from the largest |x| and the smallest scale of the bound (range, rms) agreed."""
     sig = spec.signature(what, a.dtype.str, a.size, root)
     label = f"{what} auto {a.dtype} x{a.size}"
-    key = (what, a.size, a.dtype.str, spec)
+    key = sig
     if spec.lossless or a.size == 0:
         eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
@@ -228,7 +226,7 @@ def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
         return NONE
     top, scale = _gather_statistics(a, spec)
     bound = spec.error_bound * -scale
-    fig = local_figures(eng, ("send", a.size, a.dtype.str, spec))
+    fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
     return NONE if name == "raw" else _spec_of(spec, name)
 

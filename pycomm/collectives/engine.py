@@ -77,6 +77,7 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._wire: ThreadPoolExecutor | None = None
         self.link = Link(comm.Get_size())  # latency and bandwidth, measured as it runs
+        self.observed: Any = None  # what codec="auto" learned here (auto.Observed), on first use
 
     # -- the private communicator --
     @property

@@ -59,7 +59,7 @@ SCENARIOS = {
 
 def set_scenario(name: str) -> None:
     """Pin this rank's figures (skewed across ranks on purpose); forget what auto learned."""
-    auto._observed.clear()
+    engine_of(COMM).observed = None
     latency, bandwidth, slower = SCENARIOS[name](RANK)
     LINK.pin(latency, bandwidth)
     speeds = {k: v * slower if k.startswith("ebq") else v for k, v in SPEEDS.items()}
