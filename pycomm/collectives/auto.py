@@ -23,6 +23,7 @@ the same decision, and identical bits and the final bound hold whatever it is.
 from __future__ import annotations
 
 import functools
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ MAX_KEYS = 4096
 REFRESH = 16
 #: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
+#: MPIUCC_CHECK=1: every call agrees, a settled raw too (see ``agreed_choice``).
+CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 
@@ -149,9 +152,11 @@ def agreed_choice(
 
     Where the last full decision on this key settled raw (``raw_certain``: no codec could
     win at any ratio, and a sum in the dtype keeps the bound with room to spare), the next
-    ``REFRESH`` calls of the key take raw without this rank's statistics (a pass over a) and
-    figures: the agreement still runs (settings digest, validity), and the decision is a
-    function of agreed values and the call count, so the same on every rank.
+    ``REFRESH`` calls of the key take raw at once, a function of agreed values and the call
+    count, so the same on every rank: no statistics, no figures and no agreement, so that
+    auto on a fast link costs what codec="none" through MPI costs. As with torch's own
+    argument checks, ranks that pass different arguments to such a call are then caught by
+    MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement on every call.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
@@ -163,7 +168,8 @@ def agreed_choice(
     entry = seen.key(key)
     if entry.settled and entry.since < REFRESH:
         entry.since += 1
-        eng.agree(label, sig)
+        if CHECKED:
+            eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
     stats = local_statistics(a, spec, source)
     v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
