@@ -42,7 +42,6 @@ from pycomm.collectives.cost import (
     budget,
     choose,
     choose_frame,
-    raw_certain,
     raw_error,
 )
 from pycomm.collectives.engine import Engine
@@ -150,13 +149,13 @@ def agreed_choice(
     "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
     size is not part of the proven bound).
 
-    Where the last full decision on this key settled raw (``raw_certain``: no codec could
-    win at any ratio, and a sum in the dtype keeps the bound with room to spare), the next
-    ``REFRESH`` calls of the key take raw at once, a function of agreed values and the call
-    count, so the same on every rank: no statistics, no figures and no agreement, so that
-    auto on a fast link costs what codec="none" through MPI costs. As with torch's own
-    argument checks, ranks that pass different arguments to such a call are then caught by
-    MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement on every call.
+    Where the last full decision on this key chose raw, and a sum in the dtype kept the
+    bound with room to spare (``RAW_MARGIN``), the next ``REFRESH`` calls of the key take raw
+    at once, a function of agreed values and the call count, so the same on every rank: no
+    statistics, no figures and no agreement, so that auto on a fast link costs what
+    codec="none" through MPI costs. As with torch's own argument checks, ranks that pass
+    different arguments to such a call are then caught by MPI, not by the agreement;
+    ``MPIUCC_CHECK=1`` keeps the agreement on every call.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
@@ -176,12 +175,7 @@ def agreed_choice(
     fig = seen.agreed = Figures.from_agreed(v[2:])
     bound, top = contract(spec, v[:2])
     limit = budget(bound, top, ranks, mean, a.dtype)
-    raw_ways = lambda name: algorithm_of(_spec_of(spec, name))  # noqa: E731
-    room = raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
-    entry.since = 0
-    entry.settled = room and raw_certain(fig, a.size, a.dtype.itemsize, ranks, raw_ways)
-    if entry.settled:
-        return Choice("raw", NONE, None, key)
+    entry.since, entry.settled = 0, False
     levels = {name: final_kwargs(_ebq(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     name = choose(
         fig,
@@ -193,11 +187,12 @@ def agreed_choice(
         top=top,
         rank_bound=None if levels["ebq_fast"] is None else levels["ebq_fast"]["error_bound"],
         casts=not ef and a.dtype == np.float32,
-        algorithm_of=raw_ways,
+        algorithm_of=lambda name: algorithm_of(_spec_of(spec, name)),
     )
     if name == "raw":
-        wide = raw_error(top, ranks, a.dtype) > limit
-        return Choice(name, _ebq(spec, "ebq_fast") if wide else NONE, None, key)
+        error = raw_error(top, ranks, a.dtype)
+        entry.settled = error * RAW_MARGIN <= limit  # kept for the next REFRESH calls
+        return Choice(name, _ebq(spec, "ebq_fast") if error > limit else NONE, None, key)
     chosen = _spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
 

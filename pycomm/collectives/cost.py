@@ -23,8 +23,6 @@ CAST_FLOOR = {"fp16": 2.0**-25, "bf16": 2.0**-134}
 FP16_LIMIT = 65000.0
 HEADER_BYTES = 64
 LEVELS = ("ebq_fast", "ebq_dense")
-#: The smallest frame over input ``raw_certain`` allows ebq (the most it could compress).
-MIN_SHARE = 1 / 32
 
 
 class Figures(NamedTuple):
@@ -109,21 +107,6 @@ def choose(
         if t < threshold and (best == "raw" or t < best_t):
             best, best_t = name, t
     return best
-
-
-def raw_certain(
-    fig: Figures, count: int, itemsize: int, ranks: int, algorithm_of: Callable[[str], str]
-) -> bool:
-    """Whether raw wins for any data: every candidate, at its best ratio (``MIN_SHARE``) and
-    allowed or not, is predicted slower than raw / ``MARGIN`` (a pure function)."""
-    if ranks < 2:
-        return True
-    threshold = predict(fig, "raw", count, itemsize, ranks, "raw") * MARGIN
-    best = fig._replace(ratio_fast=MIN_SHARE, ratio_dense=MIN_SHARE)
-    return all(
-        predict(best, name, count, itemsize, ranks, algorithm_of(name)) >= threshold
-        for name in CANDIDATES[1:]
-    )
 
 
 def predict(

@@ -214,13 +214,6 @@ def test_auto_under_mpi(ranks: int, tmp_path) -> None:
     assert "auto: passed" in out
 
 
-def test_raw_is_certain_on_a_fast_link_only() -> None:
-    ring = lambda name: "ring"  # noqa: E731
-    assert cost.raw_certain(FAST, 1 << 18, 4, 2, ring)
-    assert not cost.raw_certain(SLOW, 1 << 18, 4, 2, ring)
-    assert cost.raw_certain(SLOW, 4, 4, 2, ring)  # a few bytes: latency rules
-
-
 def test_agreement_takes_the_fastest_link_and_the_slowest_codecs() -> None:
     a = cost.Figures(1e-5, 1e-9, 1e-9, 2e-9, 1e-10, 0.8, 0.3, 0.2)
     b = cost.Figures(2e-5, 4e-9, 3e-9, 1e-9, 2e-10, 0.7, 0.4, 0.1)
