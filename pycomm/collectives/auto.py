@@ -222,13 +222,19 @@ def agreed_gather_choice(
 
 
 def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
-    """spec="auto" resolved by a sender alone (point-to-point: the frame says what it is)."""
+    """spec="auto" resolved by a sender alone (point-to-point: the frame says what it is); a
+    raw decision is kept for the next ``REFRESH`` sends of the same size, dtype and contract."""
     if spec.lossless or a.size == 0:
+        return NONE
+    entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
+    if entry.settled and entry.since < REFRESH:
+        entry.since += 1
         return NONE
     top, scale = _gather_statistics(a, spec)
     bound = spec.error_bound * -scale
     fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
+    entry.settled, entry.since = name == "raw", 0
     return NONE if name == "raw" else _spec_of(spec, name)
 
 
