@@ -45,7 +45,7 @@ from pycomm.collectives.cost import (
     raw_error,
 )
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import WINDOW, exchange_rounds, moved_bytes, quantile
+from pycomm.collectives.link import WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 from pycomm.collectives.waits import SettingsMismatchError
@@ -278,24 +278,15 @@ class AnyFrame:
         return frame
 
 
-def record(
-    eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int, elapsed: float, ring: bool
-) -> None:
-    """After a compressed call that took ``elapsed`` seconds (compress, exchange, decode): the
-    ratio its ebq level reached on its key, and its codec's cost per input byte, counted as
-    ``cost.predict`` counts it: all the time the link's figures do not explain (the waits for
-    slower ranks, threads competing for cores) is the codec's, so that what the model
-    predicts next follows what such calls really took."""
-    seen, ranks = observed(eng), eng.link.ranks
-    if choice.name == "raw" or not raw_bytes or seen.agreed is None:
+def record(eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int, encode_s: float) -> None:
+    """After a compressed call whose first compression took ``encode_s`` (as this job runs:
+    other processes, threads and cores included): the ratio its ebq level reached on its key,
+    and its codec's cost per input byte, encode and decode counted as twice the encode."""
+    if choice.name == "raw" or not raw_bytes:
         return
-    algorithm = "ring" if ring else "allgather"
-    fig = seen.agreed
-    wire = exchange_rounds(algorithm, ranks) * fig.latency_s
-    wire += moved_bytes(algorithm, ranks, frame_bytes) * fig.per_byte
+    seen = observed(eng)
     name = "cast" if choice.name in CAST_ROUNDOFF else choice.name
-    factor = (ranks + 1) / 2 if name == "cast" else 1.0
-    seen.codec_costs[name].append(max(elapsed - wire, 0.1 * elapsed) / raw_bytes / factor)
+    seen.codec_costs[name].append(2 * encode_s / raw_bytes)
     if choice.name in LEVELS and frame_bytes:
         entry = seen.key(choice.key)
         if choice.name == "ebq_dense":

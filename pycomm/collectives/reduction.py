@@ -122,7 +122,7 @@ def _allreduce(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
-    choice, framed = None, stats.wire_bytes
+    choice, framed, compressing = None, stats.wire_bytes, stats.compress_seconds
     if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
         choice = auto.agreed_choice(
             eng, comm, a, spec, op, "allreduce", algorithm, ef, ef=ef, source=source,
@@ -148,13 +148,13 @@ def _allreduce(
         stats.wire_bytes += a.nbytes
     else:
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
-        t1 = time.perf_counter()
         _run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
         if choice is not None:  # what this call teaches auto: its ratio and its codec's cost
-            framed, ring = stats.wire_bytes - framed, isinstance(alg, Ring)
-            auto.record(eng, choice, a.nbytes, framed, time.perf_counter() - t1, ring)
+            framed, compressing = stats.wire_bytes - framed, stats.compress_seconds - compressing
+            part = size if isinstance(alg, Ring) and not alg.exact else 1  # 1/N compressed
+            auto.record(eng, choice, a.nbytes, framed * part, compressing * part)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
