@@ -43,6 +43,7 @@ from pycomm.collectives.cost import (
     choose,
     choose_frame,
     raw_error,
+    wire_time,
 )
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.link import WINDOW, quantile
@@ -93,13 +94,14 @@ class Seen:
 
 class Observed:
     """What auto learns on one communicator: per key a ``Seen``, per codec its measured
-    cost, and the last agreed figures."""
+    cost, per kind of call (raw, ebq, cast) its overhead, and the last agreed figures."""
 
-    __slots__ = ("keys", "codec_costs", "agreed")
+    __slots__ = ("keys", "codec_costs", "overheads", "agreed")
 
     def __init__(self) -> None:
         self.keys: dict[int, Seen] = {}
         self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
+        self.overheads = {kind: deque(maxlen=WINDOW) for kind in ("raw", "ebq", "cast")}
         self.agreed: Figures | None = None
 
     def key(self, key: int) -> Seen:
@@ -128,7 +130,8 @@ def local_figures(eng: Engine, key: int | None = None) -> Figures:
     costs = [quantile(seen.codec_costs[name], speeds[name]) for name in CODEC_COSTS]
     entry = seen.keys.get(key)
     fast, dense = (0.0, 0.0) if entry is None else (entry.ratio_fast, entry.ratio_dense)
-    return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense)
+    over = [quantile(seen.overheads[kind], 0.0) for kind in ("raw", "ebq", "cast")]
+    return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense, *over)
 
 
 def agreed_choice(
@@ -278,21 +281,43 @@ class AnyFrame:
         return frame
 
 
-def record(eng: Engine, choice: Choice, raw_bytes: int, frame_bytes: int, encode_s: float) -> None:
-    """After a compressed call whose first compression took ``encode_s`` (as this job runs:
-    other processes, threads and cores included): the ratio its ebq level reached on its key,
-    and its codec's cost per input byte, encode and decode counted as twice the encode."""
+def record(
+    eng: Engine,
+    choice: Choice,
+    raw_bytes: int,
+    frame_bytes: int,
+    encode_s: float,
+    elapsed: float,
+    algorithm: str,
+) -> None:
+    """After a compressed call that took ``elapsed`` (compress, exchange, decode), its first
+    compression ``encode_s``: the ratio its ebq level reached on its key, its codec's cost
+    per input byte (encode and decode counted as twice the encode), and its overhead: the
+    time the model with this call's own agreed figures leaves unexplained."""
     if choice.name == "raw" or not raw_bytes:
         return
-    seen = observed(eng)
-    name = "cast" if choice.name in CAST_ROUNDOFF else choice.name
-    seen.codec_costs[name].append(2 * encode_s / raw_bytes)
+    seen, ranks = observed(eng), eng.link.ranks
+    kind = "cast" if choice.name in CAST_ROUNDOFF else "ebq"
+    cost = 2 * encode_s / raw_bytes
+    seen.codec_costs["cast" if kind == "cast" else choice.name].append(cost)
+    if seen.agreed is not None:
+        codec = raw_bytes * cost * ((ranks + 1) / 2 if kind == "cast" else 1)
+        model = codec + wire_time(seen.agreed, algorithm, ranks, frame_bytes)
+        seen.overheads[kind].append(max(elapsed - model, 0.0))
     if choice.name in LEVELS and frame_bytes:
         entry = seen.key(choice.key)
         if choice.name == "ebq_dense":
             entry.ratio_dense = frame_bytes / raw_bytes
         else:
             entry.ratio_fast = frame_bytes / raw_bytes
+
+
+def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
+    """After an uncompressed auto call: its overhead beyond the link's figures."""
+    seen = observed(eng)
+    if seen.agreed is not None:
+        model = wire_time(seen.agreed, "raw", eng.link.ranks, moved_raw)
+        seen.overheads["raw"].append(max(elapsed - model, 0.0))
 
 
 @functools.lru_cache(maxsize=256)

@@ -27,8 +27,8 @@ LEVELS = ("ebq_fast", "ebq_dense")
 
 class Figures(NamedTuple):
     """What a choice weighs: link (s per round, s per byte), codec s per input byte (encode
-    and decode), a dense frame's size over a fast one's, and the frame size over the input
-    of each ebq level (0: unknown yet)."""
+    and decode), a dense frame's size over a fast one's, the frame size over the input of
+    each ebq level (0: unknown yet), and each kind's measured time per call beyond that."""
 
     latency_s: float
     per_byte: float
@@ -38,6 +38,10 @@ class Figures(NamedTuple):
     dense_share: float
     ratio_fast: float = 0.0
     ratio_dense: float = 0.0
+    #: seconds a call of each kind took beyond what the figures above explain (measured)
+    over_raw: float = 0.0
+    over_ebq: float = 0.0
+    over_cast: float = 0.0
 
     def agreed_vector(self) -> tuple[float, ...]:
         """The figures as the agreement's MAX reduces them: the link's negated, so that the
@@ -132,8 +136,21 @@ def predict(
         share = ratios(fig, rank_bound, top, itemsize)[name == "ebq_dense"]
         frame = nbytes * share + HEADER_BYTES
         codec = nbytes * (fig.ebq_dense if name == "ebq_dense" else fig.ebq_fast)
-    wire = moved_bytes(algorithm, ranks, frame) * fig.per_byte
-    return codec + exchange_rounds(algorithm, ranks) * fig.latency_s + wire
+    return codec + wire_time(fig, algorithm, ranks, frame) + overhead(fig, name)
+
+
+def wire_time(fig: Figures, algorithm: str, ranks: int, frame_bytes: float) -> float:
+    """Rounds x latency + bytes moved x seconds per byte of an exchange."""
+    moved = moved_bytes(algorithm, ranks, frame_bytes)
+    return exchange_rounds(algorithm, ranks) * fig.latency_s + moved * fig.per_byte
+
+
+def overhead(fig: Figures, name: str) -> float:
+    """What calls of candidate ``name`` measurably took beyond the model (waits, probes,
+    threads): a time per call, so that it weighs most where messages are small."""
+    if name == "raw":
+        return fig.over_raw
+    return fig.over_cast if name in CAST_ROUNDOFF else fig.over_ebq
 
 
 def ratios(fig: Figures, rank_bound: float, top: float, itemsize: int) -> tuple[float, float]:

@@ -53,7 +53,7 @@ from pycomm.collectives.waits import (
 #: Maxima every agreement carries (ebq's max and -min, codec="auto"'s figures; zeros for the
 #: rest): one fixed length, so that a rank with invalid arguments (``agree_failed``) sends the
 #: same vector shape.
-AGREED_MAXIMA = 10
+AGREED_MAXIMA = 13
 
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]
@@ -159,7 +159,7 @@ class Engine:
         """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX
         and return them.
 
-        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 104-byte
+        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 128-byte
         allreduce (maxima padded with zeros), whatever the codec. Raises on every rank when any
         rank's arguments were invalid or the digests differ.
         """

@@ -145,16 +145,22 @@ def _allreduce(
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum)
         wide = 2 if spec.caps.exact_sum and a.dtype == np.float32 else 1
         eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
+        if choice is not None:
+            auto.record_raw(eng, wide * a.nbytes, time.perf_counter() - t1)
         stats.wire_bytes += a.nbytes
     else:
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
+        t1 = time.perf_counter()
         _run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
-        if choice is not None:  # what this call teaches auto: its ratio and its codec's cost
+        if choice is not None:  # what this call teaches auto: ratio, codec cost, overhead
             framed, compressing = stats.wire_bytes - framed, stats.compress_seconds - compressing
-            part = size if isinstance(alg, Ring) and not alg.exact else 1  # 1/N compressed
-            auto.record(eng, choice, a.nbytes, framed * part, compressing * part)
+            ring = isinstance(alg, Ring)
+            part = size if ring and not alg.exact else 1  # a quantizer's ring: 1/N compressed
+            elapsed = time.perf_counter() - t1
+            how = "ring" if ring else "allgather"
+            auto.record(eng, choice, a.nbytes, framed * part, compressing * part, elapsed, how)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0

@@ -219,3 +219,9 @@ def test_agreement_takes_the_fastest_link_and_the_slowest_codecs() -> None:
     b = cost.Figures(2e-5, 4e-9, 3e-9, 1e-9, 2e-10, 0.7, 0.4, 0.1)
     agreed = cost.Figures.from_agreed(np.maximum(a.agreed_vector(), b.agreed_vector()))
     assert agreed == cost.Figures(1e-5, 1e-9, 3e-9, 2e-9, 2e-10, 0.8, 0.4, 0.2)
+
+
+def test_measured_overhead_keeps_small_messages_raw_but_not_large_ones() -> None:
+    costly = SLOW._replace(over_ebq=0.01, over_cast=0.01)  # 10 ms a compressed call
+    assert choose(costly, 1 << 15) == "raw"
+    assert choose(costly, 1 << 24) in ("ebq_fast", "ebq_dense")
