@@ -23,7 +23,6 @@ the same decision, and identical bits and the final bound hold whatever it is.
 from __future__ import annotations
 
 import functools
-import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,8 +58,6 @@ MAX_KEYS = 4096
 REFRESH = 16
 #: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
-#: MPIUCC_CHECK=1: every call agrees, a settled raw too (see ``agreed_choice``).
-CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 
@@ -152,13 +149,11 @@ def agreed_choice(
     "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
     size is not part of the proven bound).
 
-    Where the last full decision on this key chose raw, and a sum in the dtype kept the
-    bound with room to spare (``RAW_MARGIN``), the next ``REFRESH`` calls of the key take raw
-    at once, a function of agreed values and the call count, so the same on every rank: no
-    statistics, no figures and no agreement, so that auto on a fast link costs what
-    codec="none" through MPI costs. As with torch's own argument checks, ranks that pass
-    different arguments to such a call are then caught by MPI, not by the agreement;
-    ``MPIUCC_CHECK=1`` keeps the agreement on every call.
+    Where the last full decision on this key chose raw (and a sum in the dtype kept the bound
+    with room to spare, ``RAW_MARGIN``), the next ``REFRESH`` calls of the key take raw
+    without this rank's figures and the model: a function of agreed values and the call
+    count, so the same on every rank. Their statistics are still agreed, so that a sum in
+    the dtype that could now exceed the bound is made in float64 instead.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
@@ -168,16 +163,17 @@ def agreed_choice(
         return Choice("raw", NONE, None, key)
     seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
     entry = seen.key(key)
-    if entry.settled and entry.since < REFRESH:
-        entry.since += 1
-        if CHECKED:
-            eng.agree(label, sig)
-        return Choice("raw", NONE, None, key)
+    settled = entry.settled and entry.since < REFRESH
     stats = local_statistics(a, spec, source)
-    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
-    fig = seen.agreed = Figures.from_agreed(v[2:])
+    figures = () if settled else local_figures(eng, key).agreed_vector()
+    v = eng.agree(label, sig, (*stats, *figures))
     bound, top = contract(spec, v[:2])
     limit = budget(bound, top, ranks, mean, a.dtype)
+    if settled:  # raw, in float64 where the dtype's roundings could exceed the bound now
+        entry.since += 1
+        wide = raw_error(top, ranks, a.dtype) > limit
+        return Choice("raw", _ebq(spec, "ebq_fast") if wide else NONE, None, key)
+    fig = seen.agreed = Figures.from_agreed(v[2:])
     entry.since, entry.settled = 0, False
     levels = {name: final_kwargs(_ebq(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     name = choose(
