@@ -185,6 +185,15 @@ def raw_error(top: float, ranks: int, dtype: np.dtype) -> float:
     return ranks * ranks * unit_roundoff(dtype) * top
 
 
+def raw_within_rms(
+    error_bound: float, count: int, ranks: int, mean: bool, dtype: np.dtype, margin: float
+) -> bool:
+    """Whether a sum in the dtype keeps a bound of ``error_bound`` times the largest rms
+    whatever the data: every |x| <= sqrt(count) * rms (a pure function, no statistics)."""
+    top = math.sqrt(count)  # in units of the largest rms
+    return raw_error(top, ranks, dtype) * margin <= budget(error_bound, top, ranks, mean, dtype)
+
+
 def budget(bound: float, top: float, ranks: int, mean: bool, dtype: np.dtype) -> float:
     """What the sum's error may be for the result to keep ``bound`` (a mean divides by N and
     rounds once more)."""

@@ -225,3 +225,25 @@ def test_measured_overhead_keeps_small_messages_raw_but_not_large_ones() -> None
     costly = SLOW._replace(over_ebq=0.01, over_cast=0.01)  # 10 ms a compressed call
     assert choose(costly, 1 << 15) == "raw"
     assert choose(costly, 1 << 24) in ("ebq_fast", "ebq_dense")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ranks=st.integers(2, 8),
+    count=st.integers(1, 4096),
+    seed=st.integers(0, 2**31),
+    spike=st.floats(0, 1e6),
+)
+def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike) -> None:
+    dtype = np.dtype(np.float32)
+    bound = 1e-2
+    if not cost.raw_within_rms(bound, count, ranks, False, dtype, 1.0):
+        return
+    xs = np.random.default_rng(seed).standard_normal((ranks, count)).astype(np.float32)
+    xs[:, 0] += np.float32(spike)  # one huge element: the rms follows it, and so the bound
+    rms = max(float(np.sqrt(np.mean(r.astype(np.float64) ** 2))) for r in xs)
+    acc = xs[0].copy()
+    for x in xs[1:]:
+        acc = acc + x  # float32 sums, as MPI's
+    err = np.abs(acc.astype(np.float64) - xs.astype(np.float64).sum(0)).max()
+    assert err <= bound * rms
