@@ -23,6 +23,7 @@ the same decision, and identical bits and the final bound hold whatever it is.
 from __future__ import annotations
 
 import functools
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ MAX_KEYS = 4096
 REFRESH = 16
 #: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
+#: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
+CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 
@@ -154,8 +157,11 @@ def agreed_choice(
     with room to spare, ``RAW_MARGIN``), the next ``REFRESH`` calls of the key take raw
     without this rank's figures and the model: a function of agreed values and the call
     count, so the same on every rank. Their statistics are still agreed, so that a sum in
-    the dtype that could now exceed the bound is made in float64 instead; with an rms bound
-    loose enough to hold for any data (``cost.raw_within_rms``) not even those.
+    the dtype that could now exceed the bound is made in float64 instead. With an rms bound
+    loose enough to hold for any data (``cost.raw_within_rms``) such a call needs nothing
+    agreed, and makes no agreement: it costs what an uncompressed MPI allreduce costs. As
+    with the torch backend's fast path, ranks that pass different arguments to it are then
+    caught by MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} auto {a.dtype} x{a.size} {op}"
@@ -169,7 +175,8 @@ def agreed_choice(
     if settled and spec.mode == "rms":  # proven for any data: no statistics needed
         if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype, RAW_MARGIN):
             entry.since += 1
-            eng.agree(label, sig)
+            if CHECKED:
+                eng.agree(label, sig)
             return Choice("raw", NONE, None, key)
     stats = local_statistics(a, spec, source)
     figures = () if settled else local_figures(eng, key).agreed_vector()

@@ -203,6 +203,21 @@ def check_refresh() -> None:
     assert one_decision("refreshed") != "raw", "a settled raw was never decided again"
 
 
+def check_settled_rms_needs_no_agreement() -> None:
+    """A raw decision under an rms bound that holds for any data agrees once per REFRESH."""
+    set_scenario("fast")
+    eng, made = engine_of(COMM), []
+    real = eng.agree
+    eng.agree = lambda *args, **kw: made.append(1) or real(*args, **kw)
+    x = data("normal", 40_000, 9)
+    for _ in range(auto.REFRESH + 1):
+        y = pycomm.allreduce(x, codec="auto:rms:1e-2")
+        same_everywhere(y, "settled rms")
+    del eng.agree
+    assert one_decision("settled rms") == "raw"
+    assert len(made) == (1 if auto.CHECKED else 0) * auto.REFRESH + 1, made
+
+
 def check_learning() -> None:
     """Unpinned: a real link; every call still agrees, and the history keeps ratios."""
     LINK.pin(None)
@@ -222,6 +237,7 @@ def main() -> None:
     check_gather_bcast_p2p()
     if SIZE > 1:
         check_refresh()
+        check_settled_rms_needs_no_agreement()
     check_learning()
     COMM.Barrier()
     if RANK == 0:
