@@ -6,10 +6,11 @@ a bound, each call weighs
 
     raw, fp16, bf16, ebq fast, ebq dense
 
-by predicted time = encode and decode (``calibration``: this CPU's codec speeds, measured once)
-+ rounds x latency + bytes moved x seconds per byte (``link``: measured from this
-communicator's own transfers) where the bytes follow from the compression ratio of the last
-frames of the same key (what, size, dtype, contract), first guessed from the bound. A cast is a
+by predicted time (``cost``) = encode and decode (``calibration``: this CPU's codec speeds,
+measured once, then the job's own encodes) + rounds x latency + bytes moved x seconds per byte
+(``link``: measured from this communicator's own transfers), the bytes from the compression
+ratio of the last frames of the same key (first guessed from the bound), + what calls of that
+kind measurably took beyond this model. A cast is a
 candidate only where its worst-case error, summed over the ranks, is proven within the bound
 (``cast_error``); ebq always keeps it (``bound``); raw sums in float64 where float32's own
 roundings could exceed it. A compressed codec must beat raw by ``MARGIN``.
@@ -17,7 +18,8 @@ roundings could exceed it. A compressed codec must beat raw by ``MARGIN``.
 Every input to the choice goes through the agreement every collective makes anyway (one MAX
 allreduce, ``Engine.agree``): the bound's statistics and this rank's figures, so the slowest
 rank's figures count and ``choose`` is a pure function of agreed values. Every rank thus takes
-the same decision, and identical bits and the final bound hold whatever it is.
+the same decision, and identical bits and the final bound hold whatever it is. Frames decoded
+as sent (allgather, bcast, send) are ``auto_frames``'.
 """
 
 from __future__ import annotations
@@ -29,19 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives import calibration
 from pycomm.collectives.bound import contract, final_kwargs, local_statistics
-from pycomm.collectives.buffers import finite_min_max, finite_rms
 from pycomm.collectives.cost import (
     CAST_ROUNDOFF,
     LEVELS,
     Figures,
     budget,
     choose,
-    choose_frame,
     raw_error,
     raw_within_rms,
     wire_time,
@@ -50,7 +49,6 @@ from pycomm.collectives.engine import Engine
 from pycomm.collectives.link import WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
-from pycomm.collectives.waits import SettingsMismatchError
 
 #: Message sizes (bytes) ``preview`` (``mpiucc info``) shows the choice for.
 PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
@@ -186,10 +184,10 @@ def agreed_choice(
     if settled:  # raw, in float64 where the dtype's roundings could exceed the bound now
         entry.since += 1
         wide = raw_error(top, ranks, a.dtype) > limit
-        return Choice("raw", _ebq(spec, "ebq_fast") if wide else NONE, None, key)
+        return Choice("raw", ebq_spec(spec, "ebq_fast") if wide else NONE, None, key)
     fig = seen.agreed = Figures.from_agreed(v[2:])
     entry.since, entry.settled = 0, False
-    levels = {name: final_kwargs(_ebq(spec, name), v[:2], ranks, op, a) for name in LEVELS}
+    levels = {name: final_kwargs(ebq_spec(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     name = choose(
         fig,
         count=a.size,
@@ -200,95 +198,14 @@ def agreed_choice(
         top=top,
         rank_bound=None if levels["ebq_fast"] is None else levels["ebq_fast"]["error_bound"],
         casts=not ef and a.dtype == np.float32,
-        algorithm_of=lambda name: algorithm_of(_spec_of(spec, name)),
+        algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )
     if name == "raw":
         error = raw_error(top, ranks, a.dtype)
         entry.settled = error * RAW_MARGIN <= limit  # kept for the next REFRESH calls
-        return Choice(name, _ebq(spec, "ebq_fast") if error > limit else NONE, None, key)
-    chosen = _spec_of(spec, name)
+        return Choice(name, ebq_spec(spec, "ebq_fast") if error > limit else NONE, None, key)
+    chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
-
-
-def agreed_gather_choice(
-    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, what: str, *extra: object,
-    root: int | None = None,
-) -> Choice:  # fmt: skip
-    """Agree and resolve spec="auto" for an allgather (or, with ``root``, a bcast): each rank's
-    frame is decoded as sent, so ebq keeps the bound per frame by itself; a cast is proven for
-    every rank from the largest |x| and the smallest scale of the bound (range, rms) agreed."""
-    sig = spec.signature(what, a.dtype.str, a.size, root)
-    label = f"{what} auto {a.dtype} x{a.size}"
-    key = sig
-    if spec.lossless or a.size == 0:
-        eng.agree(label, sig)
-        return Choice("raw", NONE, None, key)
-    mine = root is None or comm.Get_rank() == root
-    stats = _gather_statistics(a, spec) if mine else (0.0, -np.inf)
-    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
-    fig, top = Figures.from_agreed(v[2:]), v[0]
-    smallest = spec.error_bound * -v[1]
-    ranks = 2 if root is not None else comm.Get_size()  # a bcast moves about one copy
-    best = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=ranks, top=top, bound=smallest)
-    chosen = NONE if best == "raw" else _spec_of(spec, best)
-    return Choice(best, chosen, None if best == "raw" else chosen.codec_kwargs(), key)
-
-
-def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
-    """spec="auto" resolved by a sender alone (point-to-point: the frame says what it is); a
-    raw decision is kept for the next ``REFRESH`` sends of the same size, dtype and contract."""
-    if spec.lossless or a.size == 0:
-        return NONE
-    entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
-    if entry.settled and entry.since < REFRESH:
-        entry.since += 1
-        return NONE
-    top, scale = _gather_statistics(a, spec)
-    bound = spec.error_bound * -scale
-    fig = local_figures(eng)
-    name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
-    entry.settled, entry.since = name == "raw", 0
-    return NONE if name == "raw" else _spec_of(spec, name)
-
-
-def _gather_statistics(a: np.ndarray, spec: CodecSpec) -> tuple[float, float]:
-    """(max |x|, -scale of the bound): the range for rel, the rms for rms, 1 for abs."""
-    lo, hi = finite_min_max(a)
-    top = max(hi, -lo, 0.0)
-    if spec.mode == "rel":
-        return top, -(hi - lo)
-    return top, -(finite_rms(a, top) if spec.mode == "rms" else 1.0)
-
-
-class AnyFrame:
-    """What a receiver with codec="auto" accepts (``frames.Expect``'s interface): a frame of
-    any codec auto may choose (raw only for a lossless contract) of ``count`` ``dtype``."""
-
-    def __init__(self, spec: CodecSpec, dtype: str, count: int) -> None:
-        self.dtype, self.count = dtype, count
-        self.codecs = ("raw",) if spec.lossless else ("raw", "ebq", *CAST_ROUNDOFF)
-        self.codec = "/".join(self.codecs)
-        self._ebq = None if spec.lossless else _ebq(spec, "ebq_dense").codec_kwargs()
-
-    def max_size(self) -> int:
-        sizes = [pycodecs.compress_bound(self.count, dtype=self.dtype, codec="raw")]
-        if self._ebq is not None:
-            for level in ("fast", "dense"):
-                kw = {**self._ebq, "level": level}
-                sizes.append(pycodecs.compress_bound(self.count, dtype=self.dtype, **kw))
-        return max(sizes)
-
-    def check(self, frame: object, source: str) -> object:
-        try:
-            h = pycodecs.header(frame)
-        except pycodecs.CodecError as exc:
-            raise SettingsMismatchError(f"pycomm: corrupt frame from {source}: {exc}") from None
-        if h.codec not in self.codecs or (h.dtype, h.count) != (self.dtype, self.count):
-            raise SettingsMismatchError(
-                f"pycomm: received a {h.codec} frame of {h.count} {h.dtype} from {source}, "
-                f"expected one of {self.codec} of {self.count} {self.dtype}"
-            )
-        return frame
 
 
 def record(
@@ -331,12 +248,14 @@ def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _ebq(spec: CodecSpec, name: str) -> CodecSpec:
+def ebq_spec(spec: CodecSpec, name: str) -> CodecSpec:
+    """The ebq spec of an auto contract at level ``ebq_fast`` or ``ebq_dense``."""
     return CodecSpec("ebq", **{**spec.options(), "level": name.removeprefix("ebq_")})
 
 
-def _spec_of(spec: CodecSpec, name: str) -> CodecSpec:
-    return CASTS[name] if name in CASTS else _ebq(spec, name)
+def spec_of(spec: CodecSpec, name: str) -> CodecSpec:
+    """The spec of candidate ``name`` (a cast, or an ebq level) under an auto contract."""
+    return CASTS[name] if name in CASTS else ebq_spec(spec, name)
 
 
 def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PREVIEW_SIZES) -> dict:
@@ -361,7 +280,7 @@ def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PRE
             fig, count=count, dtype=dtype, ranks=ranks, mean=True, bound=bound, top=top,
             rank_bound=e, casts=True,
             algorithm_of=lambda name, count=count: _algorithm_name(
-                eng, comm, _spec_of(spec, name), "auto", count, False
+                eng, comm, spec_of(spec, name), "auto", count, False
             ),
         )  # fmt: skip
     return {

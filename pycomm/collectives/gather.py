@@ -6,7 +6,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives import auto
+from pycomm.collectives import auto_frames
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
@@ -73,7 +73,7 @@ def _allgather(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allgather", exc)
     if spec.auto:
-        spec = auto.agreed_gather_choice(eng, comm, a, spec, "allgather").spec
+        spec = auto_frames.agreed_gather_choice(eng, comm, a, spec, "allgather").spec
     else:
         eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
     if not spec.compressed:
@@ -97,7 +97,7 @@ def _bcast(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("bcast", exc)
     if spec.auto:
-        spec = auto.agreed_gather_choice(eng, comm, a, spec, "bcast", root=root).spec
+        spec = auto_frames.agreed_gather_choice(eng, comm, a, spec, "bcast", root=root).spec
     else:
         eng.agree(f"bcast {spec.codec}", spec.signature("bcast", a.dtype.str, a.size, root))
     if not spec.compressed:

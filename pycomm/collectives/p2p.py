@@ -15,7 +15,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives.auto import AnyFrame, sender_choice
+from pycomm.collectives.auto_frames import AnyFrame, sender_choice
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, recv_frame

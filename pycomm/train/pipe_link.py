@@ -24,7 +24,7 @@ import torch
 from mpi4py import MPI
 
 import pycomm
-from pycomm.collectives.auto import sender_choice
+from pycomm.collectives.auto_frames import sender_choice
 from pycomm.collectives.engine import engine_of
 from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters
