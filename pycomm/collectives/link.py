@@ -4,8 +4,11 @@ Two figures, each a low quantile of its last samples (so a descheduled rank or a
 which only ever make a sample slower, do not move it):
 - latency per round, from the timings of the agreement (one small MAX allreduce, ceil(log2 N)
   rounds) that every collective makes;
-- seconds per byte, from the exchanges themselves: the bytes one rank moves (``moved_bytes``)
-  over the time the exchange took, less its rounds of latency.
+- seconds per byte, from the uncompressed transfers: the bytes one rank moves
+  (``moved_bytes``) over the time MPI's allreduce took, less its rounds of latency. (Compressed
+  exchanges are not sampled: their time holds waits for peers still compressing and, when
+  segments are pipelined, a core shared with the next segment's compression; sampled, they
+  made a shared-memory link look like 0.5 Gbit/s and auto compress there.)
 
 Before any sample the link is taken to be fast (``FIRST_*``): codec="auto" then starts
 uncompressed, and the uncompressed transfers measure the link.

@@ -202,19 +202,10 @@ def _run_segments(eng, alg, a, res, err, segments, stats: CommStats, source) -> 
         stats.wire_bytes += sum(len(f) for f in frames if f is not None)
         return frames
 
-    ring = isinstance(alg, Ring)
-    name, copies = ("ring", 1 if alg.exact else alg.size) if ring else ("allgather", 1)
-
-    def exchange(frames: list, part: np.ndarray) -> list:
-        t0, framed = time.perf_counter(), copies * sum(len(f) for f in frames if f is not None)
-        done = alg.exchange(frames, part)
-        eng.link.add_transfer(name, framed, time.perf_counter() - t0)  # the link's figures
-        return done
-
     if len(segments) == 1:
-        alg.decode(exchange(first(0, a.size), a), res)
+        alg.decode(alg.exchange(first(0, a.size), a), res)
         return
-    pending = [eng.wire().submit(exchange, first(lo, hi), a[lo:hi]) for lo, hi in segments]
+    pending = [eng.wire().submit(alg.exchange, first(lo, hi), a[lo:hi]) for lo, hi in segments]
     for (lo, hi), fut in zip(segments, pending, strict=True):
         alg.decode(fut.result(), res[lo:hi])
 
