@@ -23,8 +23,10 @@ WINDOW = 32  #: samples kept per figure
 QUANTILE = 0.25  #: of the kept samples: the fast end, where noise has not added time
 FIRST_LATENCY_S = 20e-6
 FIRST_SECONDS_PER_BYTE = 1 / 10e9
-#: Transfers smaller than this (bytes moved) say more about latency than bandwidth: not sampled.
-MIN_SAMPLE_BYTES = 1 << 16
+#: Transfers smaller than this (bytes moved) say more about a call's fixed costs than about
+#: bandwidth: not sampled (128 KiB allreduces on shared memory, 1 ms each on a busy machine,
+#: read as 130 MB/s and made auto compress them).
+MIN_SAMPLE_BYTES = 1 << 20
 
 
 def rounds(ranks: int) -> int:
