@@ -46,7 +46,7 @@ from pycomm.collectives.cost import (
     wire_time,
 )
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import WINDOW, quantile
+from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 
@@ -205,7 +205,9 @@ def agreed_choice(
     )
     if name == "raw":
         error = raw_error(top, ranks, a.dtype)
-        entry.settled = error * RAW_MARGIN <= limit  # kept for the next REFRESH calls
+        # Kept for the next REFRESH calls, once the link has been measured (a first guess
+        # settled a slow link's DDP bucket as raw for 16 steps).
+        entry.settled = error * RAW_MARGIN <= limit and fig.per_byte != FIRST_SECONDS_PER_BYTE
         return Choice(name, ebq_spec(spec, "ebq_fast") if error > limit else NONE, None, key)
     chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
