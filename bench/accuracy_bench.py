@@ -125,7 +125,9 @@ def plot_all(rows: list[dict], path: Path) -> None:
                 ax.plot(steps, [100 * g for g in gap], label=f"w{r['width']} {r['corpus']}")
         for level in (100 * GAP_LIMIT, 0, -100 * GAP_LIMIT):
             ax.axhline(level, color="#888888", ls="--" if level else "-", lw=1)
-        ax.set(title=f"dp x tp x pp = {layout}", xlabel="step", ylabel="gap (%)", ylim=(-reach, reach))
+        ax.set(
+            title=f"dp x tp x pp = {layout}", xlabel="step", ylabel="gap (%)", ylim=(-reach, reach)
+        )
     for ax in list(axes.flat)[len(layouts) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)

@@ -52,6 +52,10 @@ def variants(args) -> dict:
             mpiucc_compress_hook,
             lambda: CompressHookState("ebq", error_bound=eb, mode="rel"),
         ),
+        f"mpiucc auto rel {eb:g}": (
+            mpiucc_compress_hook,
+            lambda: CompressHookState("auto", error_bound=eb, mode="rel"),
+        ),
         "mpiucc int8": (mpiucc_compress_hook, lambda: CompressHookState("int8")),
         "mpiucc sign": (mpiucc_compress_hook, lambda: CompressHookState("sign")),
     }
@@ -110,6 +114,11 @@ def main() -> None:
         "--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (25: DDP's default)"
     )
     p.add_argument("--bound", type=float, default=1e-3)
+    p.add_argument(
+        "--only",
+        help="comma-separated words: run the variants whose names hold one (T_local and "
+        "plain DDP always run)",
+    )
     args = p.parse_args()
     torch.set_num_threads(1)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
@@ -118,7 +127,12 @@ def main() -> None:
         "gloo", init_method=f"file://{store_dir}/store", rank=RANK, world_size=SIZE
     )
     data, _ = stdlib_corpus(1 << 20)
-    rows = [run(name, h, s, data, args) for name, (h, s) in variants(args).items()]
+    chosen = variants(args)
+    if args.only:
+        words = args.only.split(",")
+        keep = list(chosen)[:2]
+        chosen = {k: v for k, v in chosen.items() if k in keep or any(w in k for w in words)}
+    rows = [run(name, h, s, data, args) for name, (h, s) in chosen.items()]
     if RANK == 0:
         report(rows, args)
     dist.destroy_process_group()

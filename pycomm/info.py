@@ -119,7 +119,9 @@ def info() -> dict[str, Any]:
     ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
     ``collectives_via_ucc``, ``component``, ``enabled``, ``how``), ``mpi_error`` (why the MPI
     fields are None, else None), ``simd_level`` (None when pycodecs is not built), ``torch``
-    (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``).
+    (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``),
+    ``auto``: codec="auto"'s measured link and codec figures and what it would choose for
+    64 KiB, 1 MiB and 64 MiB (``pycomm.collectives.auto.preview``; None without MPI or codecs).
     """
     from pycomm.extras import extras_present
 
@@ -132,7 +134,18 @@ def info() -> dict[str, Any]:
         "torch": _version("torch"),
         "torch_ucc": None if torch_dist is None else bool(torch_dist.is_ucc_available()),
         "extras": extras_present(),
+        "auto": _auto(),
     }
+
+
+def _auto() -> dict[str, Any] | None:
+    """codec="auto"'s figures on COMM_WORLD and its choices (``collectives.auto.preview``);
+    None where MPI or the codecs cannot load."""
+    try:
+        from pycomm.collectives.auto import preview
+    except (ImportError, RuntimeError, OSError):
+        return None
+    return preview()
 
 
 def format_info(found: dict[str, Any]) -> str:
@@ -160,6 +173,7 @@ def format_info(found: dict[str, Any]) -> str:
         lack = [d for d, v in dists.items() if not v]
         state = "yes" if not lack else f"no ({', '.join(lack)} missing)"
         rows.append((f"extra [{extra}]", state + (f": {', '.join(have)}" if have else "")))
+    rows += _auto_rows(found.get("auto"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
@@ -178,3 +192,18 @@ def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
         ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
         ("collectives via UCC", f"{via} ({ucc['how']})"),
     ]
+
+
+def _auto_rows(auto: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if not auto:
+        return []
+    link, speeds = auto["link"], auto["codec_speeds"]
+    measured = f"{link['latency_samples']} + {link['bandwidth_samples']} samples"
+    codecs = ", ".join(f"{k} {1e-9 / v:.2f} GB/s" for k, v in speeds.items() if k != "dense_share")
+    choices = ", ".join(f"{size} {name}" for size, name in auto["choices"].items())
+    return [
+        ("auto: link", f"{link['latency_us']:.1f} us, {link['bandwidth_gbit_s']:.2f} Gbit/s"
+         f" ({measured}; none: first guess)"),
+        ("auto: codecs", f"{codecs} (encode + decode, this CPU)"),
+        ("auto: would choose", f"{choices} ({auto['contract']}, {auto['ranks']} ranks, mean)"),
+    ]  # fmt: skip

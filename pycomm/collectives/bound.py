@@ -96,20 +96,48 @@ def agreed_kwargs(
     if not (spec.caps.exact_sum and spec.caps.bounded):
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
+    agreed = eng.agree(label, sig, local_statistics(a, spec, source))
+    return final_kwargs(spec, agreed, comm.Get_size(), op, a, budget)
+
+
+def local_statistics(a: np.ndarray, spec: CodecSpec, source: Source | None = None) -> tuple:
+    """This rank's two maxima for spec's bound: (max |x|, rms) for ``mode="rms"``, else
+    (max, -min) of the finite inputs (``source``'s when given)."""
     lo, hi = finite_min_max(a) if source is None else source.finite_min_max()
     if spec.mode == "rms":
         top = max(hi, -lo)
-        rms = finite_rms(a, top) if source is None else source.finite_rms(top)
-        top, rms = eng.agree(label, sig, (top, rms))
-        bound = spec.error_bound * rms
-    else:
-        hi, neg_lo = eng.agree(label, sig, (hi, -lo))
-        top = max(abs(hi), abs(neg_lo))
-        bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
+        return top, finite_rms(a, top) if source is None else source.finite_rms(top)
+    return hi, -lo
+
+
+def contract(spec: CodecSpec, agreed: tuple) -> tuple[float, float]:
+    """(E, M) from the agreed maxima: the user's bound on the result and the largest |x|."""
+    if spec.mode == "rms":
+        top, rms = agreed[0], agreed[1]
+        return spec.error_bound * rms, top
+    hi, neg_lo = agreed[0], agreed[1]
+    bound = spec.error_bound * (hi + neg_lo) if spec.mode == "rel" else spec.error_bound
+    return bound, max(abs(hi), abs(neg_lo))
+
+
+def final_kwargs(
+    spec: CodecSpec,
+    agreed: tuple,
+    ranks: int,
+    op: str,
+    a: np.ndarray,
+    budget: Callable[[float, float, bool, np.dtype], float | None] | None = None,
+) -> dict | None:
+    """ebq's keywords with the per-rank bound that keeps the result within the user's, from
+    the agreed maxima (``budget`` as in ``agreed_kwargs``); None to go uncompressed (the dtype
+    cannot meet it, or a is empty)."""
+    bound, top = contract(spec, agreed)
+    if a.size == 0:
+        return None
     if budget is None:
-        e = rank_bound(bound, comm.Get_size(), top, op == "mean", a.dtype)
+        e = rank_bound(bound, ranks, top, op == "mean", a.dtype)
     else:
-        e = budget(bound, top, op == "mean", a.dtype) if a.size else None
-    if e is None or a.size == 0:
+        e = budget(bound, top, op == "mean", a.dtype)
+    if e is None:
         return None
     return spec.codec_kwargs(error_bound=e, mode="abs")

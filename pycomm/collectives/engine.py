@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from pycomm.collectives.link import Link
 from pycomm.collectives.requests import Posted, Request
 from pycomm.collectives.waits import (
     FIRST_NAP_S,
@@ -49,9 +50,10 @@ from pycomm.collectives.waits import (
     tester,
 )
 
-#: Maxima every agreement carries (ebq's max and -min; zeros for the rest): one fixed length,
-#: so that a rank with invalid arguments (``agree_failed``) sends the same vector shape.
-AGREED_MAXIMA = 2
+#: Maxima every agreement carries (ebq's max and -min, codec="auto"'s figures; zeros for the
+#: rest): one fixed length, so that a rank with invalid arguments (``agree_failed``) sends the
+#: same vector shape.
+AGREED_MAXIMA = 13
 
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]
@@ -74,6 +76,8 @@ class Engine:
         self.exec_lock = threading.Lock()  # held while a collective runs, on either thread
         self._thread: threading.Thread | None = None
         self._wire: ThreadPoolExecutor | None = None
+        self.link = Link(comm.Get_size())  # latency and bandwidth, measured as it runs
+        self.observed: Any = None  # what codec="auto" learned here (auto.Observed), on first use
 
     # -- the private communicator --
     @property
@@ -151,19 +155,22 @@ class Engine:
         )
 
     # -- the agreement --
-    def agree(
-        self, what: str, settings: int, maxima: Sequence[float] = (0.0,) * AGREED_MAXIMA
-    ) -> np.ndarray:
-        """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX.
+    def agree(self, what: str, settings: int, maxima: Sequence[float] = ()) -> np.ndarray:
+        """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX
+        and return them.
 
-        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 40-byte
-        allreduce, whatever the codec. Raises on every rank when any rank's arguments were
-        invalid or the digests differ.
+        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 128-byte
+        allreduce (maxima padded with zeros), whatever the codec. Raises on every rank when any
+        rank's arguments were invalid or the digests differ.
         """
-        if len(maxima) != AGREED_MAXIMA:  # every rank's vector has one length, valid or not
+        if len(maxima) > AGREED_MAXIMA:  # every rank's vector has one length, valid or not
             raise ValueError(f"the agreement carries {AGREED_MAXIMA} maxima, not {len(maxima)}")
-        v = np.array([settings, -settings, 0.0, *maxima], dtype=np.float64)
+        v = np.zeros(3 + AGREED_MAXIMA)
+        v[0], v[1] = settings, -settings
+        v[3 : 3 + len(maxima)] = maxima
+        t0 = time.perf_counter()
         self._reduce_max(v, what)
+        self.link.add_latency(time.perf_counter() - t0)
         if v[2]:
             raise PeerArgumentError(
                 f"pycomm: another rank passed invalid arguments to {what} ({self.where}); "
@@ -174,7 +181,7 @@ class Engine:
                 f"pycomm: ranks called {what} with different arguments ({self.where}); every "
                 "rank must pass the same codec, parameters, dtype, size, op and root"
             )
-        return v[3:]
+        return v[3 : 3 + len(maxima)]
 
     def agree_failed(self, what: str, error: BaseException) -> None:
         """This rank's arguments are invalid: tell the others in the agreement, raise error."""

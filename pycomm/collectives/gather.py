@@ -8,6 +8,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
+from pycomm.collectives import auto_frames
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
@@ -89,7 +90,10 @@ def _allgather(
         res = res.reshape(size, a.size)
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allgather", exc)
-    eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
+    if spec.auto:
+        spec = auto_frames.agreed_gather_choice(eng, comm, a, spec, "allgather").spec
+    else:
+        eng.agree(f"allgather {spec.codec}", spec.signature("allgather", a.dtype.str, a.size))
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     if not spec.compressed:
@@ -127,7 +131,10 @@ def _bcast(
             raise ValueError(f"root {root} is not a rank of a communicator of {comm.Get_size()}")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("bcast", exc)
-    eng.agree(f"bcast {spec.codec}", spec.signature("bcast", a.dtype.str, a.size, root))
+    if spec.auto:
+        spec = auto_frames.agreed_gather_choice(eng, comm, a, spec, "bcast", root=root).spec
+    else:
+        eng.agree(f"bcast {spec.codec}", spec.signature("bcast", a.dtype.str, a.size, root))
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     others, is_root = comm.Get_size() - 1, comm.Get_rank() == root

@@ -3,7 +3,8 @@
 Messages go on the communicator given (they are the user's messages, matched by the user's
 tags); its engine supplies the deadline and the broken mark. A receive caps the message at the
 largest frame the expected codec makes of ``out``'s size, and checks the frame's codec, dtype
-and count before decoding into ``out``.
+and count before decoding into ``out``. With codec="auto" the sender chooses alone
+(``auto.sender_choice``) and the receiver takes any frame the contract allows.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
+from pycomm.collectives.auto_frames import AnyFrame, sender_choice
 from pycomm.collectives.buffers import as_array
-from pycomm.collectives.engine import engine_of
+from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, recv_frame
 from pycomm.collectives.requests import Posted, Request
 from pycomm.collectives.spec import CodecSpec, make_spec
@@ -39,7 +41,7 @@ def send(
     """
     t0 = time.perf_counter()
     comm, eng = _usable(comm)
-    frame = _frame(x, make_spec(codec, **params), stats)
+    frame = _frame(eng, x, make_spec(codec, **params), stats)
     eng.wait([comm.Isend([frame, MPI.BYTE], dest=dest, tag=tag)], f"send to rank {dest}")
     if stats is not None:
         stats.total_seconds += time.perf_counter() - t0
@@ -61,7 +63,7 @@ def isend(
     """
     t0 = time.perf_counter()
     comm, eng = _usable(comm)
-    frame = _frame(x, make_spec(codec, **params), stats)
+    frame = _frame(eng, x, make_spec(codec, **params), stats)
     req = comm.Isend([frame, MPI.BYTE], dest=dest, tag=tag)
     if stats is not None:
         stats.total_seconds += time.perf_counter() - t0
@@ -82,7 +84,7 @@ def recv(
     ``stats`` counts the frame's bytes as received."""
     comm, eng = _usable(comm)
     o = as_array(out, writable=True)
-    expect = Expect(make_spec(codec, **params).codec_kwargs(), o.dtype.name, o.size)
+    expect = _expect(make_spec(codec, **params), o)
     return pycodecs.decompress(recv_frame(eng, comm, source, tag, expect, stats), out=o)
 
 
@@ -103,7 +105,7 @@ def irecv(
     """
     comm, eng = _usable(comm)
     o = as_array(out, writable=True)
-    expect = Expect(make_spec(codec, **params).codec_kwargs(), o.dtype.name, o.size)
+    expect = _expect(make_spec(codec, **params), o)
     buf = bytearray(expect.max_size())  # a larger message fails with MPI's truncation error
     status = MPI.Status()
     req = comm.Irecv([buf, MPI.BYTE], source=source, tag=tag)
@@ -125,9 +127,18 @@ def _usable(comm: MPI.Comm | None):
     return comm, eng
 
 
-def _frame(x: object, spec: CodecSpec, stats: CommStats | None = None) -> bytearray:
+def _expect(spec: CodecSpec, out: np.ndarray) -> Expect | AnyFrame:
+    """What a received frame must be; with codec="auto", any codec its contract allows."""
+    if spec.auto:
+        return AnyFrame(spec, out.dtype.name, out.size)
+    return Expect(spec.codec_kwargs(), out.dtype.name, out.size)
+
+
+def _frame(eng: Engine, x: object, spec: CodecSpec, stats: CommStats | None) -> bytearray:
     t0 = time.perf_counter()
     a = as_array(x)
+    if spec.auto:  # the sender decides alone: the frame says what it is
+        spec = sender_choice(eng, a, spec)
     frame = pycodecs.compress(a, **spec.codec_kwargs())
     if stats is not None:
         stats.calls += 1

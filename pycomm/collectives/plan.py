@@ -55,7 +55,9 @@ def check_algorithm(spec: CodecSpec, algorithm: str) -> None:
     """Raise ValueError for an unknown algorithm or one the codec cannot take."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
-    if not spec.compressed:
+    if spec.auto and algorithm == "hierarchy":
+        raise ValueError("codec='auto' takes the flat algorithms, not the hierarchy")
+    if spec.auto or not spec.compressed:
         return
     if algorithm == "ring" and not spec.caps.exact_sum:
         raise ValueError(f"the ring adds frames exactly: ebq only, not {spec.codec!r}")
@@ -67,10 +69,16 @@ class Plan:
     """The algorithm of one allreduce, resolved after the agreement."""
 
     def __init__(
-        self, eng: Engine, comm: MPI.Comm, spec: CodecSpec, algorithm: str, count: int
+        self,
+        eng: Engine,
+        comm: MPI.Comm,
+        spec: CodecSpec,
+        algorithm: str,
+        count: int,
+        hierarchy: bool = True,
     ) -> None:
         self.eng, self.comm, self.spec = eng, comm, spec
-        self.algorithm, self.count = algorithm, count
+        self.algorithm, self.count, self.hierarchy = algorithm, count, hierarchy
         self._name: str | None = None
         self.layout: Layout | None = None
 
@@ -79,12 +87,21 @@ class Plan:
         if self._name is None:
             size = self.comm.Get_size()
             maybe = self.algorithm == "hierarchy" or (
-                self.algorithm == "auto" and size >= 3 and self.count >= MIN_CHUNK_COUNT * 2
+                self.hierarchy
+                and self.algorithm == "auto"
+                and size >= 3
+                and self.count >= MIN_CHUNK_COUNT * 2
             )
             if maybe:  # the layout is found by every rank together, once per communicator
                 self.layout = layout_of(self.eng, self.comm)
             self._name = choose(self.spec, size, self.count, self.algorithm, self.layout)
         return self._name
+
+    @property
+    def cost_name(self) -> str:
+        """The name codec="auto"'s cost model knows the plan by: "ring" for the exchanges
+        that move 2(N-1)/N of the frames (ring, two-phase), else "allgather"."""
+        return "ring" if self.name in ("ring", "twophase") else "allgather"
 
     def budget(self, bound: float, magnitude: float, mean: bool, dtype: np.dtype) -> float | None:
         """ebq's per-rank bound for a final bound ``bound`` (see ``bound``)."""

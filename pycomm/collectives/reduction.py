@@ -16,7 +16,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives import hierarchy
+from pycomm.collectives import auto, hierarchy
 from pycomm.collectives.bound import agreed_kwargs
 from pycomm.collectives.buffers import (
     as_array,
@@ -129,9 +129,18 @@ def _allreduce(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
-    plan = Plan(eng, comm, spec, algorithm, a.size)
-    what = ("allreduce", algorithm, ef)
-    kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
+    choice, framed, compressing = None, stats.frame_bytes, stats.compress_seconds
+    if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
+        choice = auto.agreed_choice(
+            eng, comm, a, spec, op, "allreduce", algorithm, ef, ef=ef, source=source,
+            algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a.size).cost_name,
+        )  # fmt: skip
+        spec, kw = choice.spec, choice.kw
+        plan = _flat_plan(eng, comm, spec, algorithm, a.size)
+    else:
+        plan = Plan(eng, comm, spec, algorithm, a.size)
+        what = ("allreduce", algorithm, ef)
+        kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
     size = comm.Get_size()
     if source is not None and (kw is None or plan.name == "hierarchy"):
         err = source.fetch(a)  # the raw values are needed here (sent exactly, or node sums)
@@ -140,9 +149,15 @@ def _allreduce(
         if err is not None:  # the residual goes out now, exactly
             a = a + err
             err[...] = 0
+        t1 = time.perf_counter()
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
+        wide = 2 if spec.caps.exact_sum and a.dtype == np.float32 else 1
+        eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
+        if choice is not None:
+            auto.record_raw(eng, wide * a.nbytes, time.perf_counter() - t1)
         stats.frame_bytes += a.nbytes
     else:
+        t1 = time.perf_counter()
         if plan.name == "hierarchy":
             hierarchy.allreduce(eng, plan.layout, a, res, err, spec, kw, segment, stats, feedback)
         else:
@@ -151,10 +166,24 @@ def _allreduce(
             run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
+        if choice is not None:  # what this call teaches auto: ratio, codec cost, overhead
+            framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
+            elapsed = time.perf_counter() - t1
+            auto.record(eng, choice, a.nbytes, framed, compressing, elapsed, plan.cost_name)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
+
+
+def _flat_plan(eng, comm, spec: CodecSpec, algorithm: str, count: int) -> Plan:
+    """The plan of a codec="auto" call for the codec it weighs or chose: the flat algorithms
+    only (auto's bound and cost arithmetic are flat), the caller's if the codec takes it."""
+    try:
+        check_algorithm(spec, algorithm)
+    except ValueError:
+        algorithm = "auto"
+    return Plan(eng, comm, spec, algorithm, count, hierarchy=False)
 
 
 def reduce_scatter(
@@ -219,7 +248,14 @@ def _reduce_scatter(
     except (TypeError, ValueError) as exc:
         eng.agree_failed("reduce_scatter", exc)
     stats = CommStats() if stats is None else stats
-    kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", err is not None)
+    ef = err is not None
+    if spec.auto:  # casts are left out with a residual: auto then picks raw or ebq
+        choice = auto.agreed_choice(
+            eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, algorithm_of=lambda s: "ring"
+        )
+        spec, kw = choice.spec, choice.kw
+    else:
+        kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef)
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err

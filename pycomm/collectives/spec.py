@@ -11,6 +11,9 @@ from pycodecs.capabilities import CAPABILITIES, OPTIONS, Capabilities
 
 # Uncompressed: a residual given is sent along and emptied.
 NONE = Capabilities(bounded=True, exact_sum=False, lossless=True)
+# codec="auto" (``pycomm.collectives.auto``): resolved to a concrete codec before it is used;
+# what it promises is its contract, the bound given (lossless without one).
+AUTO = "auto"
 
 
 class CodecSpec:
@@ -27,7 +30,10 @@ class CodecSpec:
         if unknown:
             raise TypeError(f"unknown codec option(s): {', '.join(sorted(unknown))}")
         merged = {**OPTIONS, **options}
-        if codec != "none":
+        if codec == AUTO:
+            if merged["error_bound"] is not None:  # the contract: checked as ebq's bound
+                params_from("ebq", "float32", merged)
+        elif codec != "none":
             if codec not in CAPABILITIES:
                 choices = ", ".join(("none", *CAPABILITIES))
                 raise ValueError(f"unknown codec {codec!r}; choose from {choices}")
@@ -64,8 +70,22 @@ class CodecSpec:
         return self.codec != "none"
 
     @property
+    def auto(self) -> bool:
+        """codec="auto": the codec is chosen per call (``pycomm.collectives.auto``)."""
+        return self.codec == AUTO
+
+    @property
+    def lossless(self) -> bool:
+        """Whether what the receiver decodes is the input bit for bit (auto: no bound given)."""
+        if self.auto:
+            return self.error_bound is None
+        return self.caps.lossless
+
+    @property
     def caps(self) -> Capabilities:
-        """What the codec can do (``pycodecs.capabilities``)."""
+        """What the codec can do (``pycodecs.capabilities``); auto: what its contract allows."""
+        if self.auto:
+            return Capabilities(bounded=True, exact_sum=False, lossless=self.lossless)
         return CAPABILITIES.get(self.codec, NONE)
 
     def replace(self, **changes: Any) -> CodecSpec:
@@ -78,6 +98,8 @@ class CodecSpec:
 
     def codec_kwargs(self, **changes: Any) -> dict[str, Any]:
         """Keywords for pycodecs.compress: the codec ("raw" for none) and its options."""
+        if self.auto:
+            raise ValueError("codec 'auto' names no codec until it is resolved (collectives.auto)")
         return {"codec": self.codec if self.compressed else "raw", **self.options(), **changes}
 
     def signature(self, *extra: object) -> int:
@@ -96,9 +118,34 @@ def _rebuild(codec: str, options: tuple) -> CodecSpec:
 
 
 def make_spec(codec: str | CodecSpec | None, **options: Any) -> CodecSpec:
-    """A CodecSpec from a name and keywords, or the spec itself."""
+    """A CodecSpec from a name and keywords, or the spec itself.
+
+    "auto" may carry its contract in the name: ``auto:rel:1e-3`` (``abs``, ``rel``, ``rms``)
+    or ``auto:lossless`` (the same as plain ``auto``).
+    """
     if isinstance(codec, CodecSpec):
         if options:
             raise TypeError("pass codec options inside the CodecSpec, not beside it")
         return codec
+    if isinstance(codec, str) and codec.startswith(AUTO + ":"):
+        return _auto_spec(codec) if not options else CodecSpec(AUTO, **parse_auto(codec), **options)
     return CodecSpec(codec or "none", **options)
+
+
+@functools.lru_cache(maxsize=64)
+def _auto_spec(text: str) -> CodecSpec:
+    return CodecSpec(AUTO, **parse_auto(text))  # cached: a job passes the same few strings
+
+
+def parse_auto(text: str) -> dict[str, Any]:
+    """The contract of ``auto:MODE:BOUND`` or ``auto:lossless`` as CodecSpec keywords."""
+    parts = text.split(":")
+    lossless = len(parts) == 2 and parts[1] == "lossless"
+    if parts[0] != AUTO or not (lossless or len(parts) == 3):
+        raise ValueError(f"{text!r}: write auto, auto:lossless or auto:MODE:BOUND (auto:rel:1e-3)")
+    if lossless:
+        return {}
+    try:
+        return {"mode": parts[1], "error_bound": float(parts[2])}
+    except ValueError:
+        raise ValueError(f"{text!r}: the bound {parts[2]!r} is not a number") from None

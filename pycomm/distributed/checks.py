@@ -2,7 +2,7 @@
 
 MPI does not check: a SUM over tensors of different sizes returns wrong data on some ranks
 without a word. Checked groups agree, before each collective, on a digest of what this rank
-passed (the operation, dtypes, sizes, op and root) through their engine's agreement (one 40-byte
+passed (the operation, dtypes, sizes, op and root) through their engine's agreement (one 128-byte
 allreduce), and raise on every rank when the digests differ. As torch does for its own
 fingerprinting, the check is opt-in, since it doubles the cost of a small collective:
 ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` or ``MPIUCC_CHECK=1`` (``MPIUCC_CHECK=0`` turns it off even

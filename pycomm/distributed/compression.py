@@ -221,7 +221,9 @@ def reduce_scatter_job(
 ) -> Job:
     a = _host_float(x)
     res = np.empty(out.numel(), a.dtype)
-    residual = policy.residual_for("reduce_scatter", a) if spec.caps.exact_sum else None
+    residual = (
+        policy.residual_for("reduce_scatter", a) if spec.caps.exact_sum or spec.auto else None
+    )
     how = _REDUCE_OPS[op_code(op)]
 
     def job(comm: MPI.Comm) -> None:

@@ -16,6 +16,7 @@ from typing import NoReturn
 import numpy as np
 
 import pycomm
+from pycomm.collectives.spec import make_spec
 
 #: Option values a preset fills in (explicit options win).
 # fmt: off
@@ -122,6 +123,8 @@ def parse_codec(text: str) -> pycomm.CodecSpec:
     parts = [p.strip() for p in text.strip().split(":")]
     name, rest = parts[0].lower(), parts[1:]
     params: dict[str, object] = {}
+    if name == "auto":  # auto, auto:lossless or auto:MODE:BOUND (pycomm.collectives.auto)
+        return make_spec(":".join([name, *rest]))
     if name == "ebq":
         if len(rest) < 2 or "=" in rest[0] or "=" in rest[1]:
             raise ValueError("ebq needs a mode and a bound, e.g. ebq:rel:1e-3 or ebq:abs:1e-4")
@@ -158,6 +161,8 @@ def format_codec(spec: pycomm.CodecSpec) -> str:
     if not spec.compressed:
         return "none"
     text = spec.codec
+    if spec.auto:
+        return "auto" if spec.lossless else f"auto:{spec.mode}:{spec.error_bound:g}"
     if spec.codec == "ebq":
         text += f":{spec.mode}:{spec.error_bound:g}"
     default = pycomm.CodecSpec()
@@ -261,8 +266,12 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     )
     cod.add_argument(
         "--compress",
-        action="store_true",
-        help=f"every codec not given above from the preset {COMPRESS_PRESET}",
+        nargs="?",
+        const="preset",
+        choices=("preset", "auto"),
+        help=f"every codec not given above from the preset {COMPRESS_PRESET}; "
+        "--compress auto: the same bounds, each stream's codec chosen per message by "
+        "codec=auto from the measured link",
     )
     out = p.add_argument_group("run and output")
     out.add_argument(
@@ -289,7 +298,10 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
         if isinstance(values[key], str):
             values[key] = parse_codec(values[key])
         if values[key] is None:
-            values[key] = parse_codec(COMPRESS_PRESET[key] if values["compress"] else "none")
+            preset = COMPRESS_PRESET[key] if values["compress"] else "none"
+            if values["compress"] == "auto":  # the preset's contract, the codec chosen per call
+                preset = preset.replace("ebq", "auto", 1)
+            values[key] = parse_codec(preset)
     for key in (
         "layers",
         "width",

@@ -70,7 +70,7 @@ class ErrorSample:
 
 def tightened(spec: pycomm.CodecSpec) -> pycomm.CodecSpec:
     """The next tighter setting of a codec (the same codec where it can be)."""
-    if spec.codec == "ebq" and spec.error_bound is not None:
+    if spec.codec in ("ebq", "auto") and spec.error_bound is not None:
         bound = max(SMALLEST_BOUND, spec.error_bound / TIGHTEN_FACTOR)
         return spec.replace(error_bound=bound)
     return pycomm.CodecSpec()

@@ -24,6 +24,8 @@ import torch
 from mpi4py import MPI
 
 import pycomm
+from pycomm.collectives.auto_frames import sender_choice
+from pycomm.collectives.engine import engine_of
 from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters
 
@@ -65,7 +67,7 @@ class PipeLink:
             codec_s, wire = stats.compress_seconds, stats.frame_bytes
             sample = None if self.guard is None else self.guard.sample("pp")
             if sample is not None:
-                sample.add(_round_trip(src.numpy(), self.spec), src)
+                sample.add(_round_trip(src.numpy(), self.spec, self.comm), src)
         else:
             req = _PlainRequest(self.comm.Isend(src.numpy(), dest, 2 * tag + 1), src)
             wire = src.nbytes
@@ -149,8 +151,11 @@ class PipeLink:
             time.sleep(POKE_INTERVAL_S)
 
 
-def _round_trip(x: np.ndarray, spec: pycomm.CodecSpec) -> np.ndarray:
-    """What the receiver decodes from x (the frame pycomm.isend makes)."""
+def _round_trip(x: np.ndarray, spec: pycomm.CodecSpec, comm: MPI.Comm) -> np.ndarray:
+    """What the receiver decodes from x (the frame pycomm.isend makes; with codec="auto",
+    the codec the sender chooses on comm)."""
+    if spec.auto:
+        spec = sender_choice(engine_of(comm), x, spec)
     kw = spec.codec_kwargs()
     if spec.codec == "ebq":
         kw.update(error_bound=spec.error_bound, mode=spec.mode)

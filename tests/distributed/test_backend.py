@@ -66,3 +66,7 @@ def test_device_mesh_fsdp2_and_tensor_parallel_match_gloo(ranks: int) -> None:
 def test_compression_policy_trains_close_to_exact_and_checkpoints(ranks: int) -> None:
     out = run_mpi(SCRIPTS / "check_compression.py", ranks, timeout=240)
     assert "compression policy: passed" in out
+
+
+def test_compression_policy_of_auto_keeps_its_contracts() -> None:
+    assert "auto policy: passed" in run_mpi(SCRIPTS / "check_auto_policy.py", 2, timeout=240)

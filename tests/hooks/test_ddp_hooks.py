@@ -12,3 +12,9 @@ SCRIPTS = Path(__file__).parent / "mpi"
 def test_ddp_hooks(ranks: int, tmp_path: Path) -> None:
     out = run_mpi(SCRIPTS / "check_ddp_hooks.py", ranks, str(tmp_path / "store"), timeout=300)
     assert "passed" in out
+
+
+def test_ddp_hook_with_auto(tmp_path: Path) -> None:
+    """codec="auto": compressed on a slow link, raw on a fast one, exact when lossless."""
+    out = run_mpi(SCRIPTS / "check_auto_hook.py", 2, str(tmp_path / "store"), timeout=300)
+    assert "auto hook checks passed" in out

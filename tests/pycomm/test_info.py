@@ -68,3 +68,18 @@ def test_info_without_mpi4py_says_so() -> None:
     assert re.search(r"^MPI library +not available \(", out, re.M)
     assert re.search(r"^extra \[mpi\] +no \(mpi4py missing\)$", out, re.M)
     assert "codec SIMD level" in out
+
+
+def test_info_shows_what_auto_would_choose(tmp_path) -> None:
+    code = (
+        f"import json, os, pycomm; os.environ['MPIUCC_CACHE_DIR'] = {str(tmp_path)!r}; "
+        "print(json.dumps(pycomm.info()['auto']))"
+    )
+    found = json.loads(run_python(code))
+    assert set(found["choices"]) == {"64 KiB", "1 MiB", "64 MiB"}
+    assert all(
+        c in ("raw", "fp16", "bf16", "ebq_fast", "ebq_dense") for c in found["choices"].values()
+    )
+    assert found["link"]["bandwidth_gbit_s"] > 0 and found["codec_speeds"]["ebq_fast"] > 0
+    out = run_python("import sys; from pycomm.cli import main; sys.exit(main(['info']))")
+    assert "auto: link" in out and "auto: would choose" in out

@@ -91,6 +91,15 @@ def test_cli_errors_are_clear(capsys: pytest.CaptureFixture) -> None:
         assert says in capsys.readouterr().err
 
 
+def test_compress_auto_keeps_the_presets_contracts() -> None:
+    args = config.parse_args(["--compress", "auto", "--pp-codec", "none"])
+    assert not args.pp_codec.compressed
+    want = config.parse_codec(config.COMPRESS_PRESET["dp_codec"]).options()
+    assert args.dp_codec.auto and args.dp_codec.options() == want
+    assert config.parse_codec(config.format_codec(args.dp_codec)) == args.dp_codec
+    assert config.parse_codec("auto").lossless
+
+
 def test_compress_fills_only_missing_codecs() -> None:
     args = config.parse_args(["--compress", "--pp-codec", "none"])
     assert not args.pp_codec.compressed

@@ -1,0 +1,138 @@
+"""codec="auto": what its decision costs per call, and what it chooses against fixed codecs.
+
+Run under MPI: ``mpiexec -n 2 python bench/auto_bench.py`` (full speed: shared memory), or
+``bench/slow_net.sh 1gbit 2 .venv/bin/python bench/auto_bench.py`` (emulated 1 Gbit/s).
+Rank 0 prints:
+1. the decision's cost: a 1 MiB float32 mean allreduce on COMM_SELF (auto chooses raw there;
+   no peer to wait for) with "auto:rel:1e-3" and "auto:rms:1e-3" against codec "none",
+   interleaved; the difference is what choosing costs (the agreement is made by all);
+2. per size, the median time of auto (unpinned: it measures the link as it runs, after
+   ``--learn`` calls) beside raw, ebq fast, ebq dense and fp16 at the same contract, in one
+   run, and what auto chose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import Counter
+
+import numpy as np
+from _common import synthetic
+from mpi4py import MPI
+
+import pycomm
+from pycomm.collectives import auto
+from pycomm.collectives.engine import engine_of
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+CONTRACT = "auto:rel:1e-3"
+CONTRACTS = (CONTRACT, "auto:rms:1e-3")
+FIXED = {
+    "raw": ("none", {}),
+    "ebq fast": ("ebq", dict(error_bound=1e-3, mode="rel")),
+    "ebq dense": ("ebq", dict(error_bound=1e-3, mode="rel", level="dense")),
+    "fp16": ("fp16", {}),
+}
+
+
+def timed(x: np.ndarray, codec: str, repeats: int, **kw) -> list[float]:
+    """Each call's time (the slowest rank's) of a mean allreduce of x through codec."""
+    out, times = np.empty_like(x), []
+    for _ in range(repeats):
+        COMM.Barrier()
+        t0 = time.perf_counter()
+        pycomm.allreduce(x, COMM, codec, out=out, op="mean", **kw)
+        times.append(COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    return times
+
+
+def decision_cost(repeats: int) -> dict:
+    """What choosing adds to a 1 MiB mean allreduce: on COMM_SELF (no peer to wait for, so
+    only the CPU work differs) auto against none, 32 calls a batch, batches interleaved, for a
+    range-relative and an rms-relative contract; and the 2-rank 1 MiB allreduce with none, the
+    call the overhead is weighed against."""
+    x = synthetic(1 << 18, RANK)
+    out = np.empty_like(x)
+
+    def per_call(codec: str, calls: int = 32) -> float:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            pycomm.allreduce(x, MPI.COMM_SELF, codec, out=out, op="mean")
+        return (time.perf_counter() - t0) / calls
+
+    codecs = ("none", *CONTRACTS)
+    for codec in codecs:  # warm: engine, calibration, first decisions
+        per_call(codec)
+    times: dict[str, list] = {codec: [] for codec in codecs}
+    for _ in range(repeats):
+        for codec in codecs:
+            times[codec].append(per_call(codec))
+    got = {codec: statistics.median(t) for codec, t in times.items()}
+    got["world none"] = statistics.median(timed(x, "none", repeats))
+    return got
+
+
+def by_size(sizes: list[int], repeats: int, learn: int) -> list[dict]:
+    rows = []
+    picks: Counter = Counter()
+    spy = auto.agreed_choice
+
+    def counting(*args, **kwargs):
+        choice = spy(*args, **kwargs)
+        picks[choice.name] += 1
+        return choice
+
+    auto.agreed_choice = counting
+    for nbytes in sizes:
+        x = synthetic(nbytes // 4, RANK)
+        row = {"bytes": nbytes}
+        for name, (codec, kw) in FIXED.items():
+            row[name] = statistics.median(timed(x, codec, repeats, **kw))
+        timed(x, CONTRACT, learn)  # the link is measured from these
+        picks.clear()
+        row["auto"] = statistics.median(timed(x, CONTRACT, repeats))
+        row["chose"] = ", ".join(f"{k} x{v}" for k, v in picks.most_common())
+        rows.append(row)
+    auto.agreed_choice = spy
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--learn", type=int, default=8, help="auto calls before timing, per size")
+    p.add_argument("--sizes", default="65536,1048576,16777216", help="bytes, comma-separated")
+    args = p.parse_args()
+    cost = decision_cost(max(args.repeats, 50))
+    rows = by_size([int(s) for s in args.sizes.split(",")], args.repeats, args.learn)
+    if RANK:
+        return
+    print(f"codec=auto on {SIZE} ranks (float32 mean)")
+    print(
+        f"decision, 1 MiB on COMM_SELF: none {cost['none'] * 1e6:.1f} us; the {SIZE}-rank "
+        f"1 MiB allreduce with none {cost['world none'] * 1e6:.0f} us"
+    )
+    for contract in CONTRACTS:
+        extra = cost[contract] - cost["none"]
+        print(
+            f"  {contract}: {cost[contract] * 1e6:.1f} us, +{extra * 1e6:.1f} us a call, "
+            f"{extra / cost['world none']:.2%} of the {SIZE}-rank call"
+        )
+    link = engine_of(COMM).link.describe()
+    print(
+        f"link measured: {link['latency_us']:.1f} us per round, "
+        f"{link['bandwidth_gbit_s']:.2f} Gbit/s"
+    )
+    names = [*FIXED, "auto"]
+    print(f"{'size':>9} " + " ".join(f"{n + ' ms':>12}" for n in names) + "  auto/best  auto chose")
+    for r in rows:
+        best = min(r[n] for n in FIXED)
+        times = " ".join(f"{r[n] * 1e3:>12.2f}" for n in names)
+        print(f"{r['bytes'] >> 10:>7}Ki {times}  {r['auto'] / best:>9.2f}  {r['chose']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""codec="auto": per message, the codec that the link, the CPU and the data make fastest.
+
+The user gives a contract, not a codec: a bound (``auto:rel:1e-3``, ``CodecSpec("auto",
+error_bound=..., mode=...)``) or none, which means lossless: then every message goes raw. With
+a bound, each call weighs
+
+    raw, fp16, bf16, ebq fast, ebq dense
+
+by predicted time (``cost``) = encode and decode (``calibration``: this CPU's codec speeds,
+measured once, then the job's own encodes) + rounds x latency + bytes moved x seconds per byte
+(``link``: measured from this communicator's own transfers), the bytes from the compression
+ratio of the last frames of the same key (first guessed from the bound), + what calls of that
+kind measurably took beyond this model. A cast is a
+candidate only where its worst-case error, summed over the ranks, is proven within the bound
+(``cast_error``); ebq always keeps it (``bound``); raw sums in float64 where float32's own
+roundings could exceed it. A compressed codec must beat raw by ``MARGIN``.
+
+Every input to the choice goes through the agreement every collective makes anyway (one MAX
+allreduce, ``Engine.agree``): the bound's statistics and this rank's figures, so the slowest
+rank's figures count and ``choose`` is a pure function of agreed values. Every rank thus takes
+the same decision, and identical bits and the final bound hold whatever it is. Frames decoded
+as sent (allgather, bcast, send) are ``auto_frames``'.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from pycomm.collectives import calibration
+from pycomm.collectives.bound import contract, final_kwargs, local_statistics
+from pycomm.collectives.cost import (
+    CAST_ROUNDOFF,
+    LEVELS,
+    Figures,
+    budget,
+    choose,
+    raw_error,
+    raw_within_rms,
+    wire_time,
+)
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, WINDOW, quantile
+from pycomm.collectives.source import Source
+from pycomm.collectives.spec import CodecSpec
+
+#: Message sizes (bytes) ``preview`` (``mpiucc info``) shows the choice for.
+PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
+#: Keys of ratio history kept per communicator before the oldest are dropped.
+MAX_KEYS = 4096
+#: Calls of a key that take a settled raw before the next full decision.
+REFRESH = 16
+#: How far inside the bound a sum in the dtype must be for raw to be settled.
+RAW_MARGIN = 16.0
+#: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
+CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
+#: Codecs whose cost is measured as they run (the calibration stands in until then).
+CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
+
+NONE = CodecSpec()
+CASTS = {name: CodecSpec(name) for name in CAST_ROUNDOFF}
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What ``agreed_choice`` resolved: the candidate's name, its spec and pycodecs keywords
+    (None: uncompressed; with an ebq spec, summed in float64) and the key of its history."""
+
+    name: str
+    spec: CodecSpec
+    kw: dict | None
+    key: int
+
+
+class Seen:
+    """What auto keeps of one key (a call's settings digest: what, size, dtype, op,
+    contract): the ratio each ebq level
+    reached (this rank's frames) and, from agreed values only (the same on every rank),
+    whether raw was settled at the last full decision and how many calls ago that was."""
+
+    __slots__ = ("ratio_fast", "ratio_dense", "settled", "since")
+
+    def __init__(self) -> None:
+        self.ratio_fast = self.ratio_dense = 0.0
+        self.settled, self.since = False, 0
+
+
+class Observed:
+    """What auto learns on one communicator: per key a ``Seen``, per codec its measured
+    cost, per kind of call (raw, ebq, cast) its overhead, and the last agreed figures."""
+
+    __slots__ = ("keys", "codec_costs", "overheads", "agreed")
+
+    def __init__(self) -> None:
+        self.keys: dict[int, Seen] = {}
+        self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
+        self.overheads = {kind: deque(maxlen=WINDOW) for kind in ("raw", "ebq", "cast")}
+        self.agreed: Figures | None = None
+
+    def key(self, key: int) -> Seen:
+        entry = self.keys.get(key)
+        if entry is None:
+            if len(self.keys) >= MAX_KEYS:  # the same on every rank: keys come in call order
+                self.keys.clear()
+            entry = self.keys[key] = Seen()
+        return entry
+
+
+def observed(eng: Engine) -> Observed:
+    """The engine's ``Observed``, made on first use."""
+    got = eng.observed
+    if got is None:
+        got = eng.observed = Observed()
+    return got
+
+
+def local_figures(eng: Engine, key: int | None = None) -> Figures:
+    """This rank's figures: its link's, its codecs' (measured in its own calls, else the
+    calibration's) and, for key, the ratios its last frames reached."""
+    latency, per_byte = eng.link.figures()
+    speeds = calibration.codec_speeds()
+    seen = observed(eng)
+    costs = [quantile(seen.codec_costs[name], speeds[name]) for name in CODEC_COSTS]
+    entry = seen.keys.get(key)
+    fast, dense = (0.0, 0.0) if entry is None else (entry.ratio_fast, entry.ratio_dense)
+    raw = quantile(seen.overheads["raw"], 0.0)
+    # A compressed call costs at least what a raw call does beyond the model (its path has
+    # all of raw's), measured or not.
+    over = [raw, *(max(raw, quantile(seen.overheads[k], raw)) for k in ("ebq", "cast"))]
+    return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense, *over)
+
+
+def agreed_choice(
+    eng: Engine,
+    comm: MPI.Comm,
+    a: np.ndarray,
+    spec: CodecSpec,
+    op: str,
+    what: str,
+    *extra: object,
+    ef: bool,
+    algorithm_of: Callable[[CodecSpec], str],
+    source: Source | None = None,
+) -> Choice:
+    """Agree (one allreduce, as ``bound.agreed_kwargs``) and resolve spec="auto" for a.
+
+    ``algorithm_of(spec)`` names the algorithm the collective would run for spec ("ring" or
+    "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
+    size is not part of the proven bound).
+
+    Where the last full decision on this key chose raw (and a sum in the dtype kept the bound
+    with room to spare, ``RAW_MARGIN``), the next ``REFRESH`` calls of the key take raw
+    without this rank's figures and the model: a function of agreed values and the call
+    count, so the same on every rank. Their statistics are still agreed, so that a sum in
+    the dtype that could now exceed the bound is made in float64 instead. With an rms bound
+    loose enough to hold for any data (``cost.raw_within_rms``) such a call needs nothing
+    agreed, and makes no agreement: it costs what an uncompressed MPI allreduce costs. As
+    with the torch backend's fast path, ranks that pass different arguments to it are then
+    caught by MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement.
+    """
+    sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
+    label = f"{what} auto {a.dtype} x{a.size} {op}"
+    key = sig  # what, size, dtype, op, contract: the call's settings digest
+    if spec.lossless or a.size == 0:
+        eng.agree(label, sig)
+        return Choice("raw", NONE, None, key)
+    seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
+    entry = seen.key(key)
+    settled = entry.settled and entry.since < REFRESH
+    if settled and spec.mode == "rms":  # proven for any data: no statistics needed
+        if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype, RAW_MARGIN):
+            entry.since += 1
+            if CHECKED:
+                eng.agree(label, sig)
+            return Choice("raw", NONE, None, key)
+    stats = local_statistics(a, spec, source)
+    figures = () if settled else local_figures(eng, key).agreed_vector()
+    v = eng.agree(label, sig, (*stats, *figures))
+    bound, top = contract(spec, v[:2])
+    limit = budget(bound, top, ranks, mean, a.dtype)
+    if settled:  # raw, in float64 where the dtype's roundings could exceed the bound now
+        entry.since += 1
+        wide = raw_error(top, ranks, a.dtype) > limit
+        return Choice("raw", ebq_spec(spec, "ebq_fast") if wide else NONE, None, key)
+    fig = seen.agreed = Figures.from_agreed(v[2:])
+    entry.since, entry.settled = 0, False
+    levels = {name: final_kwargs(ebq_spec(spec, name), v[:2], ranks, op, a) for name in LEVELS}
+    name = choose(
+        fig,
+        count=a.size,
+        dtype=a.dtype,
+        ranks=ranks,
+        mean=mean,
+        bound=bound,
+        top=top,
+        rank_bound=None if levels["ebq_fast"] is None else levels["ebq_fast"]["error_bound"],
+        casts=not ef and a.dtype == np.float32,
+        algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
+    )
+    if name == "raw":
+        error = raw_error(top, ranks, a.dtype)
+        # Kept for the next REFRESH calls, once the link has been measured (a first guess
+        # settled a slow link's DDP bucket as raw for 16 steps).
+        entry.settled = error * RAW_MARGIN <= limit and fig.per_byte != FIRST_SECONDS_PER_BYTE
+        return Choice(name, ebq_spec(spec, "ebq_fast") if error > limit else NONE, None, key)
+    chosen = spec_of(spec, name)
+    return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
+
+
+def record(
+    eng: Engine,
+    choice: Choice,
+    raw_bytes: int,
+    frame_bytes: int,
+    encode_s: float,
+    elapsed: float,
+    algorithm: str,
+) -> None:
+    """After a compressed call that took ``elapsed`` (compress, exchange, decode), its first
+    compression ``encode_s``: the ratio its ebq level reached on its key, its codec's cost
+    per input byte (encode and decode counted as twice the encode), and its overhead: the
+    time the model with this call's own agreed figures leaves unexplained."""
+    if choice.name == "raw" or not raw_bytes:
+        return
+    seen, ranks = observed(eng), eng.link.ranks
+    kind = "cast" if choice.name in CAST_ROUNDOFF else "ebq"
+    cost = 2 * encode_s / raw_bytes
+    seen.codec_costs["cast" if kind == "cast" else choice.name].append(cost)
+    if seen.agreed is not None:
+        codec = raw_bytes * cost * ((ranks + 1) / 2 if kind == "cast" else 1)
+        model = codec + wire_time(seen.agreed, algorithm, ranks, frame_bytes)
+        seen.overheads[kind].append(max(elapsed - model, 0.0))
+    if choice.name in LEVELS and frame_bytes:
+        entry = seen.key(choice.key)
+        if choice.name == "ebq_dense":
+            entry.ratio_dense = frame_bytes / raw_bytes
+        else:
+            entry.ratio_fast = frame_bytes / raw_bytes
+
+
+def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
+    """After an uncompressed auto call: its overhead beyond the link's figures."""
+    seen = observed(eng)
+    if seen.agreed is not None:
+        model = wire_time(seen.agreed, "raw", eng.link.ranks, moved_raw)
+        seen.overheads["raw"].append(max(elapsed - model, 0.0))
+
+
+@functools.lru_cache(maxsize=256)
+def ebq_spec(spec: CodecSpec, name: str) -> CodecSpec:
+    """The ebq spec of an auto contract at level ``ebq_fast`` or ``ebq_dense``."""
+    return CodecSpec("ebq", **{**spec.options(), "level": name.removeprefix("ebq_")})
+
+
+def spec_of(spec: CodecSpec, name: str) -> CodecSpec:
+    """The spec of candidate ``name`` (a cast, or an ebq level) under an auto contract."""
+    return CASTS[name] if name in CASTS else ebq_spec(spec, name)
+
+
+def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PREVIEW_SIZES) -> dict:
+    """What auto would choose now on comm (COMM_WORLD; taken as 2 ranks when alone) for a
+    float32 mean of each of ``sizes`` bytes of data spanning [-1, 1], from this rank's figures
+    alone (no communication): for ``mpiucc info``."""
+    from pycomm.collectives.bound import rank_bound
+    from pycomm.collectives.engine import engine_of
+    from pycomm.collectives.reduction import _algorithm_name
+    from pycomm.collectives.spec import make_spec
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    eng = engine_of(comm)
+    spec, ranks, dtype = make_spec(text), max(2, comm.Get_size()), np.dtype(np.float32)
+    fig = local_figures(eng)
+    bound, top = contract(spec, (1.0, 1.0))
+    e = rank_bound(bound, ranks, top, True, dtype)
+    choices = {}
+    for size in sizes:
+        count = size // dtype.itemsize
+        choices[_bytes_label(size)] = choose(
+            fig, count=count, dtype=dtype, ranks=ranks, mean=True, bound=bound, top=top,
+            rank_bound=e, casts=True,
+            algorithm_of=lambda name, count=count: _algorithm_name(
+                eng, comm, spec_of(spec, name), "auto", count, False
+            ),
+        )  # fmt: skip
+    return {
+        "link": eng.link.describe(),
+        "ranks": ranks,
+        "contract": text,
+        "codec_speeds": calibration.codec_speeds(),
+        "choices": choices,
+    }
+
+
+def _bytes_label(size: int) -> str:
+    return f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"

@@ -1,0 +1,110 @@
+"""codec="auto" for frames decoded as sent: allgather, bcast and point-to-point.
+
+Each frame keeps its own bound (ebq by itself; a cast where u*max|x| + floor is within the
+smallest bound any rank's data set), so no error budget is split over ranks. The collectives
+agree on the statistics and figures as ``auto.agreed_choice`` does; a point-to-point sender
+chooses alone (the frame says what it is) and the receiver takes any frame the contract
+allows (``AnyFrame``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pycodecs
+from mpi4py import MPI
+
+from pycomm.collectives.auto import (
+    NONE,
+    REFRESH,
+    Choice,
+    ebq_spec,
+    local_figures,
+    observed,
+    spec_of,
+)
+from pycomm.collectives.buffers import finite_min_max, finite_rms
+from pycomm.collectives.cost import CAST_ROUNDOFF, Figures, choose_frame
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.spec import CodecSpec
+from pycomm.collectives.waits import SettingsMismatchError
+
+
+def agreed_gather_choice(
+    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, what: str, *extra: object,
+    root: int | None = None,
+) -> Choice:  # fmt: skip
+    """Agree and resolve spec="auto" for an allgather (or, with ``root``, a bcast): each rank's
+    frame is decoded as sent, so ebq keeps the bound per frame by itself; a cast is proven for
+    every rank from the largest |x| and the smallest scale of the bound (range, rms) agreed."""
+    sig = spec.signature(what, a.dtype.str, a.size, root)
+    label = f"{what} auto {a.dtype} x{a.size}"
+    key = sig
+    if spec.lossless or a.size == 0:
+        eng.agree(label, sig)
+        return Choice("raw", NONE, None, key)
+    mine = root is None or comm.Get_rank() == root
+    stats = _gather_statistics(a, spec) if mine else (0.0, -np.inf)
+    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
+    fig, top = Figures.from_agreed(v[2:]), v[0]
+    smallest = spec.error_bound * -v[1]
+    ranks = 2 if root is not None else comm.Get_size()  # a bcast moves about one copy
+    best = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=ranks, top=top, bound=smallest)
+    chosen = NONE if best == "raw" else spec_of(spec, best)
+    return Choice(best, chosen, None if best == "raw" else chosen.codec_kwargs(), key)
+
+
+def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
+    """spec="auto" resolved by a sender alone (point-to-point: the frame says what it is); a
+    raw decision is kept for the next ``REFRESH`` sends of the same size, dtype and contract."""
+    if spec.lossless or a.size == 0:
+        return NONE
+    entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
+    if entry.settled and entry.since < REFRESH:
+        entry.since += 1
+        return NONE
+    top, scale = _gather_statistics(a, spec)
+    bound = spec.error_bound * -scale
+    fig = local_figures(eng)
+    name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
+    entry.settled, entry.since = name == "raw", 0
+    return NONE if name == "raw" else spec_of(spec, name)
+
+
+def _gather_statistics(a: np.ndarray, spec: CodecSpec) -> tuple[float, float]:
+    """(max |x|, -scale of the bound): the range for rel, the rms for rms, 1 for abs."""
+    lo, hi = finite_min_max(a)
+    top = max(hi, -lo, 0.0)
+    if spec.mode == "rel":
+        return top, -(hi - lo)
+    return top, -(finite_rms(a, top) if spec.mode == "rms" else 1.0)
+
+
+class AnyFrame:
+    """What a receiver with codec="auto" accepts (``frames.Expect``'s interface): a frame of
+    any codec auto may choose (raw only for a lossless contract) of ``count`` ``dtype``."""
+
+    def __init__(self, spec: CodecSpec, dtype: str, count: int) -> None:
+        self.dtype, self.count = dtype, count
+        self.codecs = ("raw",) if spec.lossless else ("raw", "ebq", *CAST_ROUNDOFF)
+        self.codec = "/".join(self.codecs)
+        self._ebq = None if spec.lossless else ebq_spec(spec, "ebq_dense").codec_kwargs()
+
+    def max_size(self) -> int:
+        sizes = [pycodecs.compress_bound(self.count, dtype=self.dtype, codec="raw")]
+        if self._ebq is not None:
+            for level in ("fast", "dense"):
+                kw = {**self._ebq, "level": level}
+                sizes.append(pycodecs.compress_bound(self.count, dtype=self.dtype, **kw))
+        return max(sizes)
+
+    def check(self, frame: object, source: str) -> object:
+        try:
+            h = pycodecs.header(frame)
+        except pycodecs.CodecError as exc:
+            raise SettingsMismatchError(f"pycomm: corrupt frame from {source}: {exc}") from None
+        if h.codec not in self.codecs or (h.dtype, h.count) != (self.dtype, self.count):
+            raise SettingsMismatchError(
+                f"pycomm: received a {h.codec} frame of {h.count} {h.dtype} from {source}, "
+                f"expected one of {self.codec} of {self.count} {self.dtype}"
+            )
+        return frame

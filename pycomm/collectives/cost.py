@@ -1,0 +1,202 @@
+"""codec="auto"'s cost model: predicted times of the candidates, and the proofs that a cast
+keeps the user's bound. Pure functions of their arguments (``auto`` feeds them agreed values,
+so every rank computes the same choice)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from pycomm.collectives.bound import unit_roundoff
+from pycomm.collectives.link import exchange_rounds, moved_bytes
+
+CANDIDATES = ("raw", "fp16", "bf16", "ebq_fast", "ebq_dense")
+#: A compressed codec is chosen only if predicted faster than raw by this factor.
+MARGIN = 0.9
+#: Unit roundoff of each cast, and half the spacing of its subnormals (the absolute floor).
+CAST_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
+CAST_FLOOR = {"fp16": 2.0**-25, "bf16": 2.0**-134}
+#: Largest partial sum an fp16 cast may meet (65504 is the largest finite half).
+FP16_LIMIT = 65000.0
+HEADER_BYTES = 64
+LEVELS = ("ebq_fast", "ebq_dense")
+
+
+class Figures(NamedTuple):
+    """What a choice weighs: link (s per round, s per byte), codec s per input byte (encode
+    and decode), a dense frame's size over a fast one's, the frame size over the input of
+    each ebq level (0: unknown yet), and each kind's measured time per call beyond that."""
+
+    latency_s: float
+    per_byte: float
+    ebq_fast: float
+    ebq_dense: float
+    cast: float
+    dense_share: float
+    ratio_fast: float = 0.0
+    ratio_dense: float = 0.0
+    #: seconds a call of each kind took beyond what the figures above explain (measured)
+    over_raw: float = 0.0
+    over_ebq: float = 0.0
+    over_cast: float = 0.0
+
+    def agreed_vector(self) -> tuple[float, ...]:
+        """The figures as the agreement's MAX reduces them: the link's negated, so that the
+        agreed link is the fastest any rank measured (a rank that came early also timed its
+        wait for the last one, which is no cost of the link), the rest the slowest."""
+        return (-self[0], -self[1], *self[2:])
+
+    @classmethod
+    def from_agreed(cls, v) -> Figures:
+        return cls(-float(v[0]), -float(v[1]), *map(float, v[2:]))
+
+
+def choose_frame(
+    fig: Figures, *, count: int, dtype: np.dtype, ranks: int, top: float, bound: float
+) -> str:
+    """The candidate of least predicted time for frames decoded as sent (allgather, bcast,
+    send: ``ranks`` - 1 copies move), where every |x| <= top and every frame's bound is at
+    least ``bound`` (a pure function)."""
+    itemsize = np.dtype(dtype).itemsize
+    best, best_t = "raw", predict(fig, "raw", count, itemsize, ranks, "allgather")
+    threshold = best_t * MARGIN
+    for name in CANDIDATES[1:]:
+        if name in CAST_ROUNDOFF:
+            err = CAST_ROUNDOFF[name] * top + CAST_FLOOR[name]
+            if dtype != np.float32 or not err <= bound or name == "fp16" and top > FP16_LIMIT:
+                continue
+        t = predict(fig, name, count, itemsize, ranks, "allgather", bound, top)
+        if t < threshold and (best == "raw" or t < best_t):
+            best, best_t = name, t
+    return best
+
+
+def choose(
+    fig: Figures,
+    *,
+    count: int,
+    dtype: np.dtype,
+    ranks: int,
+    mean: bool,
+    bound: float,
+    top: float,
+    rank_bound: float | None,
+    casts: bool,
+    algorithm_of: Callable[[str], str],
+) -> str:
+    """The candidate of least predicted time that keeps the bound (a pure function).
+
+    ``bound`` and ``top``: the user's bound on the result and the largest |x| (agreed);
+    ``rank_bound``: ebq's per-rank bound (None: ebq cannot keep the bound at this magnitude);
+    ``casts``: whether fp16/bf16 may be weighed at all.
+    """
+    if ranks < 2:
+        return "raw"
+    itemsize = np.dtype(dtype).itemsize
+    limit = budget(bound, top, ranks, mean, dtype)
+    wide = raw_error(top, ranks, dtype) > limit
+    best, best_t = "raw", predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide)
+    threshold = best_t * MARGIN
+    for name in CANDIDATES[1:]:
+        if name in CAST_ROUNDOFF:
+            err = cast_error(name, top, ranks, dtype) if casts else None
+            if err is None or not err <= limit:
+                continue
+        elif rank_bound is None:
+            continue
+        t = predict(fig, name, count, itemsize, ranks, algorithm_of(name), rank_bound, top)
+        if t < threshold and (best == "raw" or t < best_t):
+            best, best_t = name, t
+    return best
+
+
+def predict(
+    fig: Figures,
+    name: str,
+    count: int,
+    itemsize: int,
+    ranks: int,
+    algorithm: str,
+    rank_bound: float = 0.0,
+    top: float = 0.0,
+    *,
+    wide: bool = False,
+) -> float:
+    """Predicted seconds of an allreduce of count elements through candidate ``name``."""
+    nbytes = count * itemsize
+    if name == "raw":
+        frame, codec = nbytes * (2 if wide else 1), 0.0
+    elif name in CAST_ROUNDOFF:
+        frame = count * 2 + HEADER_BYTES
+        codec = nbytes * fig.cast * (ranks + 1) / 2  # a ring or a gather decodes ~N/2 more
+    else:
+        share = ratios(fig, rank_bound, top, itemsize)[name == "ebq_dense"]
+        frame = nbytes * share + HEADER_BYTES
+        codec = nbytes * (fig.ebq_dense if name == "ebq_dense" else fig.ebq_fast)
+    return codec + wire_time(fig, algorithm, ranks, frame) + overhead(fig, name)
+
+
+def wire_time(fig: Figures, algorithm: str, ranks: int, frame_bytes: float) -> float:
+    """Rounds x latency + bytes moved x seconds per byte of an exchange."""
+    moved = moved_bytes(algorithm, ranks, frame_bytes)
+    return exchange_rounds(algorithm, ranks) * fig.latency_s + moved * fig.per_byte
+
+
+def overhead(fig: Figures, name: str) -> float:
+    """What calls of candidate ``name`` measurably took beyond the model (waits, probes,
+    threads): a time per call, so that it weighs most where messages are small."""
+    if name == "raw":
+        return fig.over_raw
+    return fig.over_cast if name in CAST_ROUNDOFF else fig.over_ebq
+
+
+def ratios(fig: Figures, rank_bound: float, top: float, itemsize: int) -> tuple[float, float]:
+    """Frame over input size of ebq (fast, dense): from history, else a first guess from the
+    bound (the fast level packs each index in about log2(top / 2e) + 2 bits)."""
+    fast = fig.ratio_fast
+    if not fast:
+        bits = math.log2(top / (2 * rank_bound) + 1) + 2 if rank_bound > 0 else 8 * itemsize
+        fast = min(1.0, bits / (8 * itemsize))
+    return fast, fig.ratio_dense or fast * fig.dense_share
+
+
+def cast_error(name: str, top: float, ranks: int, dtype: np.dtype) -> float | None:
+    """Worst |result - exact sum| of a cast allreduce on N ranks with |x| <= top (None: a
+    partial sum could overflow fp16).
+
+    Either algorithm rounds at most N(N+1)/2 values of at most k*top (k <= N contributions,
+    grown by earlier roundings), each by u*|v| + floor, and adds in the dtype at most N^2
+    times units of top: the ring casts its partial sums after each of N-1 steps, the gathered
+    algorithm casts N inputs and adds them in rank order.
+    """
+    u, n = CAST_ROUNDOFF[name], float(ranks)
+    grow = (1 + u) ** n
+    if name == "fp16" and not n * top * grow <= FP16_LIMIT:
+        return None
+    casts = n * (n + 1) / 2 * (u * top * grow + CAST_FLOOR[name])
+    return casts + n * n * unit_roundoff(dtype) * top * grow
+
+
+def raw_error(top: float, ranks: int, dtype: np.dtype) -> float:
+    """Worst error of MPI's own sum in the dtype: N-1 additions of at most N*top each."""
+    return ranks * ranks * unit_roundoff(dtype) * top
+
+
+def raw_within_rms(
+    error_bound: float, count: int, ranks: int, mean: bool, dtype: np.dtype, margin: float
+) -> bool:
+    """Whether a sum in the dtype keeps a bound of ``error_bound`` times the largest rms
+    whatever the data: every |x| <= sqrt(count) * rms (a pure function, no statistics)."""
+    top = math.sqrt(count)  # in units of the largest rms
+    return raw_error(top, ranks, dtype) * margin <= budget(error_bound, top, ranks, mean, dtype)
+
+
+def budget(bound: float, top: float, ranks: int, mean: bool, dtype: np.dtype) -> float:
+    """What the sum's error may be for the result to keep ``bound`` (a mean divides by N and
+    rounds once more)."""
+    if not mean:
+        return bound
+    return (bound - unit_roundoff(dtype) * (top + bound)) * ranks

@@ -1,0 +1,42 @@
+"""The DDP hook with codec="auto" (DDP on gloo): compressed where the link is slow, raw where
+it is fast, never lossy for a lossless contract, and training stays near plain DDP."""
+
+from __future__ import annotations
+
+import sys
+
+import torch.distributed as dist
+from check_ddp_hooks import RANK, SIZE, train
+
+from pycomm.collectives.engine import engine_of
+from pycomm.distributed.hooks import CompressHookState, mpiucc_allreduce_hook, mpiucc_compress_hook
+
+
+def state_on(link: tuple[float, float] | None, **params) -> CompressHookState:
+    """A hook state whose communicator's link is pinned (latency s, bytes/s)."""
+    state = CompressHookState("auto", **params)
+    engine_of(state.communicator()).link.pin(*(link or (None,)))
+    return state
+
+
+def main() -> None:
+    dist.init_process_group("gloo", init_method=f"file://{sys.argv[1]}", rank=RANK, world_size=SIZE)
+    base = train()
+    slow = state_on((50e-6, 125e6), error_bound=1e-3, mode="rel")
+    losses = train(mpiucc_compress_hook, slow)
+    assert losses[-1] <= base[-1] * 1.25 + 0.02, f"auto on a slow link: {losses[-1]} vs {base[-1]}"
+    assert slow.stats.frame_bytes < slow.stats.raw_bytes, "auto on a slow link sent raw"
+    fast = state_on((2e-6, 1e12), error_bound=1e-3, mode="rel")
+    train(mpiucc_compress_hook, fast)
+    assert fast.stats.frame_bytes == fast.stats.raw_bytes, "auto on a fast link compressed"
+    plain = train(mpiucc_allreduce_hook, CompressHookState("ebq"))
+    lossless = state_on((50e-6, 125e6))  # no bound: lossless, whatever the link
+    assert train(mpiucc_compress_hook, lossless) == plain, "lossless auto is not exact"
+    assert lossless.stats.frame_bytes == lossless.stats.raw_bytes
+    dist.destroy_process_group()
+    if RANK == 0:
+        print("auto hook checks passed on", SIZE, "ranks")
+
+
+if __name__ == "__main__":
+    main()

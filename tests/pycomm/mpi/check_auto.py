@@ -1,0 +1,247 @@
+"""codec="auto" on N ranks: one decision on every rank, the bound whatever is chosen, and a
+lossless contract that never puts a lossy frame on the wire.
+
+argv[1]: the codec speed cache directory. Each rank's link figures and codec speeds are set
+apart on purpose (skewed measurements): the agreement must still give one decision.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ["MPIUCC_CACHE_DIR"] = sys.argv[1]
+
+import numpy as np  # noqa: E402
+import pycodecs  # noqa: E402
+from _check import COMM, RANK, SIZE, everyone, same_everywhere  # noqa: E402
+
+import pycomm  # noqa: E402
+from pycomm.collectives import auto, auto_frames, calibration, frames  # noqa: E402
+from pycomm.collectives.engine import engine_of  # noqa: E402
+
+# -- spies: the decision of every call, the codec of every frame received --
+decisions: list[str] = []
+received: list[str] = []
+_choice, _check, _any = auto.agreed_choice, frames.Expect.check, auto_frames.AnyFrame.check
+
+
+def spy_choice(*args, **kwargs):
+    choice = _choice(*args, **kwargs)
+    decisions.append(choice.name)
+    return choice
+
+
+def spy_check(self, frame, source):
+    received.append(pycodecs.header(frame).codec)
+    return _check(self, frame, source)
+
+
+def spy_any(self, frame, source):
+    received.append(pycodecs.header(frame).codec)
+    return _any(self, frame, source)
+
+
+auto.agreed_choice = spy_choice
+frames.Expect.check = spy_check
+auto_frames.AnyFrame.check = spy_any
+
+LINK = engine_of(COMM).link
+SPEEDS = calibration.codec_speeds()
+SCENARIOS = {
+    # name: (latency s, bytes/s, codec speed factor), per rank
+    "fast": lambda r: (2e-6, 20e9, 1.0),
+    "slow": lambda r: (50e-6, 125e6, 1.0),
+    "skewed": lambda r: (10.0 ** (-6 + r), 10.0 ** (10 - r), 1.0 + r),
+    "slow ebq": lambda r: (50e-6, 125e6 * (1 + r), 1000.0),  # only casts can pay
+}
+
+
+def set_scenario(name: str) -> None:
+    """Pin this rank's figures (skewed across ranks on purpose); forget what auto learned."""
+    engine_of(COMM).observed = None
+    latency, bandwidth, slower = SCENARIOS[name](RANK)
+    LINK.pin(latency, bandwidth)
+    speeds = {k: v * slower if k.startswith("ebq") else v for k, v in SPEEDS.items()}
+    calibration._speeds = speeds
+
+
+def data(kind: str, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed + 7919 * RANK)
+    if kind == "normal":
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3)
+    elif kind == "heavy":
+        x = rng.standard_t(2, n) * 1e-3
+    elif kind == "grid":  # just off the fp16 grid, one sign: the casts' errors line up
+        x = (1 + rng.random(n) * 2.0**-10) * 3.0
+    elif kind == "huge":
+        x = rng.standard_normal(n) * 1e30
+    else:  # special
+        x = rng.standard_normal(n)
+        x[::7], x[1::11], x[2::13], x[3::17] = 0.0, -0.0, 1e-40, np.nan
+    return x.astype(np.float32)
+
+
+def limit(allx: np.ndarray, mode: str, bound: float) -> float:
+    finite = allx[np.isfinite(allx)]
+    if mode == "abs":
+        return bound
+    if mode == "rel":
+        return bound * float(finite.max() - finite.min()) if finite.size else 0.0
+    rms = max(
+        np.sqrt(np.mean(r[np.isfinite(r)] ** 2)) if np.isfinite(r).any() else 0.0 for r in allx
+    )
+    return bound * rms * (1 + 1e-9)
+
+
+def one_decision(label: str) -> str:
+    mine = decisions[-1]
+    assert len(set(COMM.allgather(mine))) == 1, f"{label}: decisions differ across ranks"
+    return mine
+
+
+def check_bound(scenario, kind, n, op, contract, seed) -> str:
+    mode, bound = contract
+    x = data(kind, n, seed)
+    y = pycomm.allreduce(x, codec=f"auto:{mode}:{bound}", op=op)
+    label = f"{scenario} {kind} n={n} {op} {mode}:{bound}"
+    choice = one_decision(label)
+    same_everywhere(y, label)
+    allx = everyone(x).astype(np.float64)
+    exact = allx.sum(0) / (SIZE if op == "mean" else 1)
+    finite = np.isfinite(exact)
+    assert np.array_equal(np.isnan(y), np.isnan(exact)), f"{label}: NaN positions differ"
+    err = np.abs(y[finite].astype(np.float64) - exact[finite])
+    floor = np.abs(exact[finite]) * np.finfo(np.float32).eps  # float32's own rounding
+    assert np.all(err <= np.maximum(limit(allx, mode, bound), floor)), f"{label} ({choice})"
+    return choice
+
+
+def check_bounds() -> set[str]:
+    chosen = set()
+    seed = 0
+    for scenario in SCENARIOS:
+        set_scenario(scenario)
+        for kind in ("normal", "heavy", "grid", "huge", "special"):
+            for n in (1000, 40_001, 300_000):
+                for op in ("sum", "mean"):
+                    for contract in (("abs", 1e-2), ("rel", 1e-3), ("rel", 3e-2), ("rms", 1e-2)):
+                        seed += 1
+                        chosen.add(check_bound(scenario, kind, n, op, contract, seed))
+    return chosen
+
+
+def check_lossless() -> None:
+    set_scenario("slow")  # where any bounded contract would compress
+    for codec in ("auto", "auto:lossless"):
+        for n in (1000, 300_000):
+            before = len(received)
+            x = data("normal", n, n)
+            y = pycomm.allreduce(x, codec=codec)
+            assert one_decision(codec) == "raw"
+            assert all(c == "raw" for c in received[before:]), f"{codec}: lossy frames sent"
+            assert np.array_equal(y, pycomm.allreduce(x)), f"{codec}: differs from codec none"
+
+
+def check_gather_bcast_p2p() -> None:
+    """Frames decoded as sent: each within the bound of its own data, the same everywhere."""
+    for scenario in ("fast", "slow", "skewed", "slow ebq"):
+        set_scenario(scenario)
+        for mode, bound in (("abs", 1e-2), ("rel", 1e-3), ("rms", 1e-2)):
+            x = data("normal", 300_000, 11)
+            codec = f"auto:{mode}:{bound}"
+            rows = pycomm.allgather(x, codec=codec)
+            same_everywhere(rows, f"allgather {scenario} {codec}")
+            for r, want in enumerate(everyone(x)):
+                assert np.abs(rows[r] - want).max() <= limit(want[None], mode, bound) * 1.000001
+            y = x.copy()
+            pycomm.bcast(y, root=SIZE - 1, codec=codec)
+            same_everywhere(y, f"bcast {scenario} {codec}")
+            want = everyone(x)[SIZE - 1]
+            assert np.abs(y - want).max() <= limit(want[None], mode, bound) * 1.000001
+            want = everyone_of_zero(x)
+            if RANK == 0 and SIZE > 1:
+                pycomm.send(x, 1, 3, codec=codec)
+            elif RANK == 1:
+                got = pycomm.recv(np.empty_like(x), 0, 3, codec=codec)
+                assert np.abs(got - want).max() <= limit(want[None], mode, bound) * 1.000001
+    before = len(received)
+    if SIZE > 1 and RANK < 2:
+        x = data("normal", 300_000, 12)
+        if RANK == 0:
+            pycomm.send(x, 1, 4, codec="auto")
+        else:
+            got = pycomm.recv(np.empty_like(x), 0, 4, codec="auto")
+            assert all(c == "raw" for c in received[before:]) and len(received) > before
+            assert np.array_equal(got, data("normal", 300_000, 12 - 7919))
+
+
+def everyone_of_zero(x: np.ndarray) -> np.ndarray:
+    return COMM.bcast(x if RANK == 0 else None, root=0)
+
+
+def check_reduce_scatter() -> None:
+    set_scenario("skewed")
+    n = 40_000 * SIZE
+    x = data("normal", n, 5)
+    residual = np.zeros_like(x)
+    y = pycomm.reduce_scatter(x, codec="auto:abs:1e-3", residual=residual)
+    one_decision("reduce_scatter")
+    exact = everyone(x).astype(np.float64).sum(0)[RANK * 40_000 : (RANK + 1) * 40_000]
+    assert np.abs(y - exact).max() <= 1e-3 + np.abs(exact).max() * 1e-6
+
+
+def check_refresh() -> None:
+    """Raw settled on a fast link is decided again within REFRESH calls once it is slow."""
+    set_scenario("fast")
+    x = data("normal", 300_000, 3)
+    pycomm.allreduce(x, codec="auto:rel:1e-3")
+    assert one_decision("settled") == "raw"
+    LINK.pin(50e-6, 125e6)
+    for _ in range(auto.REFRESH + 1):
+        pycomm.allreduce(x, codec="auto:rel:1e-3")
+    assert one_decision("refreshed") != "raw", "a settled raw was never decided again"
+
+
+def check_settled_rms_needs_no_agreement() -> None:
+    """A raw decision under an rms bound that holds for any data agrees once per REFRESH."""
+    set_scenario("fast")
+    eng, made = engine_of(COMM), []
+    real = eng.agree
+    eng.agree = lambda *args, **kw: made.append(1) or real(*args, **kw)
+    x = data("normal", 40_000, 9)
+    for _ in range(auto.REFRESH + 1):
+        y = pycomm.allreduce(x, codec="auto:rms:1e-2")
+        same_everywhere(y, "settled rms")
+    del eng.agree
+    assert one_decision("settled rms") == "raw"
+    assert len(made) == (1 if auto.CHECKED else 0) * auto.REFRESH + 1, made
+
+
+def check_learning() -> None:
+    """Unpinned: a real link; every call still agrees, and the history keeps ratios."""
+    LINK.pin(None)
+    calibration.forget()
+    for i in range(12):
+        pycomm.allreduce(data("normal", 1 << 17, i), codec="auto:rel:1e-3", op="mean")
+        one_decision(f"learning call {i}")
+    assert LINK.describe()["latency_samples"] > 0
+
+
+def main() -> None:
+    chosen = check_bounds()
+    expected = {"raw", "ebq_fast", "fp16"} if SIZE > 1 else {"raw"}
+    assert expected <= chosen, f"the scenarios did not exercise {expected - chosen}"
+    check_lossless()
+    check_reduce_scatter()
+    check_gather_bcast_p2p()
+    if SIZE > 1:
+        check_refresh()
+        check_settled_rms_needs_no_agreement()
+    check_learning()
+    COMM.Barrier()
+    if RANK == 0:
+        print(f"auto: passed on {SIZE} ranks; chose {sorted(chosen)}")
+
+
+main()

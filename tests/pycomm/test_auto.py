@@ -1,0 +1,249 @@
+"""codec="auto": the spec, the choice, the cast bounds, the link figures and the codec cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pycodecs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mpi_launch import run_mpi
+
+import pycomm
+from pycomm.collectives import calibration, cost
+from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, WINDOW, Link
+from pycomm.collectives.spec import make_spec
+
+SCRIPTS = Path(__file__).parent / "mpi"
+#: Figures of a fast link (shared memory) and a slow one (1 Gbit/s), this CPU's codecs about.
+CPU = dict(ebq_fast=1e-9, ebq_dense=4e-9, cast=5e-10, dense_share=0.8)
+FAST = cost.Figures(2e-6, 1 / 20e9, **CPU)
+SLOW = cost.Figures(50e-6, 1 / 125e6, **CPU)
+
+
+def choose(fig: cost.Figures, count: int, *, bound: float = 1e-3, top: float = 1.0, **kw):
+    args = dict(count=count, dtype=np.dtype(np.float32), ranks=4, mean=True, bound=bound)
+    args.update(top=top, rank_bound=bound / 8, casts=True, algorithm_of=lambda name: "ring")
+    return cost.choose(fig, **{**args, **kw})
+
+
+# -- the spec --
+
+
+def test_spec_takes_auto_with_a_contract_or_lossless() -> None:
+    assert make_spec("auto").lossless and make_spec("auto:lossless").lossless
+    spec = make_spec("auto:rel:1e-3")
+    assert spec.auto and not spec.lossless and (spec.mode, spec.error_bound) == ("rel", 1e-3)
+    assert make_spec("auto", error_bound=1e-4, mode="rms") == make_spec("auto:rms:1e-4")
+    assert pycomm.CodecSpec("auto", error_bound=1e-4).compressed
+
+
+@pytest.mark.parametrize("text", ["auto:rel", "auto:rel:x", "auto:often:1e-3", "auto:abs:-1"])
+def test_spec_refuses_a_bad_contract(text: str) -> None:
+    with pytest.raises(ValueError):
+        make_spec(text)
+
+
+def test_auto_names_no_codec_until_resolved() -> None:
+    with pytest.raises(ValueError, match="resolved"):
+        make_spec("auto:abs:1e-3").codec_kwargs()
+
+
+# -- the choice --
+
+
+def test_fast_link_goes_raw_slow_link_compresses() -> None:
+    for count in (1 << 14, 1 << 18, 1 << 24):
+        assert choose(FAST, count) == "raw"
+        assert choose(SLOW, count) in ("ebq_fast", "ebq_dense")
+
+
+def test_small_messages_stay_raw_on_any_link() -> None:
+    assert choose(SLOW, 16) == "raw"
+
+
+def test_no_bound_room_means_no_cast_and_no_ebq() -> None:
+    # A bound below fp16's and bf16's roundings, and no per-rank bound for ebq: raw only.
+    assert choose(SLOW, 1 << 20, bound=1e-6, rank_bound=None) == "raw"
+
+
+def test_a_loose_bound_on_a_slow_link_may_cast_but_never_with_a_residual() -> None:
+    fig = cost.Figures(50e-6, 1 / 125e6, 1e-7, 1e-7, 5e-10, 0.8)  # ebq made slow on purpose
+    assert choose(fig, 1 << 20, bound=0.05) == "fp16"
+    assert choose(fig, 1 << 20, bound=0.05, casts=False) == "raw"
+
+
+def test_a_cast_that_could_overflow_fp16_is_not_taken() -> None:
+    fig = cost.Figures(50e-6, 1 / 125e6, 1e-7, 1e-7, 5e-10, 0.8)
+    assert choose(fig, 1 << 20, bound=0.05 * 1e5, top=1e5) == "bf16"
+
+
+def test_ratio_history_steers_the_level() -> None:
+    poor = cost.Figures(*SLOW[:6], ratio_fast=0.9, ratio_dense=0.9)
+    assert choose(poor, 1 << 20) == "raw"  # incompressible: not worth the codec time
+    dense = cost.Figures(*SLOW[:6], ratio_fast=0.5, ratio_dense=0.1)
+    assert choose(dense, 1 << 22) == "ebq_dense"
+
+
+def test_single_rank_is_raw() -> None:
+    assert choose(SLOW, 1 << 20, ranks=1) == "raw"
+
+
+# -- the cast bound, against the algorithms' own arithmetic --
+
+
+def simulated(name: str, xs: np.ndarray, ring: bool) -> np.ndarray:
+    """The sum a cast allreduce computes: the codec's roundings, float32 additions, in the
+    ring's order (partial sums cast again after each step) or the gathered one's."""
+
+    def rounded(v: np.ndarray) -> np.ndarray:
+        return pycodecs.decompress(pycodecs.compress(v, name), out=np.empty_like(v))
+
+    if ring:
+        acc = rounded(xs[0])
+        for x in xs[1:]:
+            acc = rounded(acc + x)
+        return acc
+    acc = np.zeros_like(xs[0])
+    for x in xs:
+        acc = acc + rounded(x)
+    return acc
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.sampled_from(["fp16", "bf16"]),
+    ranks=st.integers(2, 8),
+    scale=st.floats(1e-6, 1e3),
+    ring=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_cast_error_bounds_the_sum(name, ranks, scale, ring, seed) -> None:
+    rng = np.random.default_rng(seed)
+    # Adversarial: values just off the cast grid, same sign, so that errors line up.
+    xs = (scale * (1 + rng.random((ranks, 256)) * 2.0**-9)).astype(np.float32)
+    xs[:, ::3] *= rng.choice([-1, 1], size=(ranks, 1)).astype(np.float32)
+    top = float(np.abs(xs).max())
+    bound = cost.cast_error(name, top, ranks, np.dtype(np.float32))
+    if bound is None:
+        assert name == "fp16" and ranks * top > 6e4
+        return
+    exact = xs.astype(np.float64).sum(0)
+    err = np.abs(simulated(name, xs, ring).astype(np.float64) - exact).max()
+    assert err <= bound, (err, bound)
+
+
+@settings(max_examples=100, deadline=None)
+@given(top=st.floats(1e-30, 1e30), ranks=st.integers(2, 64), bound=st.floats(1e-30, 1e30))
+def test_budget_of_a_mean_never_exceeds_the_sums(top, ranks, bound) -> None:
+    dtype = np.dtype(np.float32)
+    assert cost.budget(bound, top, ranks, True, dtype) <= bound * ranks
+
+
+# -- the link --
+
+
+def test_link_starts_fast_and_learns_a_slow_link() -> None:
+    link = Link(2)
+    assert link.figures()[1] == FIRST_SECONDS_PER_BYTE
+    for _ in range(WINDOW):
+        link.add_latency(1e-4)
+        link.add_transfer("raw", 1 << 22, (1 << 22) / 125e6)  # 2(N-1)/N = 1 of it moves
+    latency, per_byte = link.figures()
+    assert latency == pytest.approx(1e-4)
+    assert per_byte == pytest.approx(1 / 125e6, rel=0.01)
+
+
+def test_link_figure_ignores_slow_outliers() -> None:
+    link = Link(2)
+    for i in range(WINDOW):
+        link.add_transfer("raw", 1 << 22, (1 << 22) / 1e9 * (50 if i % 3 == 0 else 1))
+    assert link.figures()[1] == pytest.approx(1e-9, rel=0.05)
+
+
+def test_link_skips_small_transfers_and_can_be_pinned() -> None:
+    link = Link(2)
+    link.add_transfer("raw", 100, 1.0)
+    assert link.figures()[1] == FIRST_SECONDS_PER_BYTE
+    link.pin(1e-3, 1e6)
+    assert link.figures() == (1e-3, 1e-6)
+    link.pin(None)
+    assert link.figures()[1] == FIRST_SECONDS_PER_BYTE
+    with pytest.raises(ValueError):
+        link.pin(1e-3, 0)
+
+
+# -- the codec speed cache --
+
+
+def test_codec_speeds_are_measured_once_and_cached(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MPIUCC_CACHE_DIR", str(tmp_path))
+    calibration.forget()
+    calls = []
+    real = calibration.measure
+    monkeypatch.setattr(calibration, "measure", lambda: calls.append(1) or real(1 << 14, 1))
+    first = calibration.codec_speeds()
+    assert set(first) == set(calibration.FIGURES) and all(v > 0 for v in first.values())
+    cached = json.loads((tmp_path / "codec_speed.json").read_text())
+    assert cached[calibration.machine_key()] == first
+    calibration.forget()
+    assert calibration.codec_speeds() == first and calls == [1]  # read back, not measured
+    calibration.forget()
+
+
+def test_a_corrupt_cache_is_measured_again(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MPIUCC_CACHE_DIR", str(tmp_path))
+    (tmp_path / "codec_speed.json").write_text("{not json")
+    calibration.forget()
+    monkeypatch.setattr(calibration, "measure", lambda: dict.fromkeys(calibration.FIGURES, 1.0))
+    assert calibration.codec_speeds() == dict.fromkeys(calibration.FIGURES, 1.0)
+    calibration.forget()
+
+
+# -- under mpiexec --
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_auto_under_mpi(ranks: int, tmp_path) -> None:
+    """Same decision on every rank under skewed figures; the bound holds whatever is chosen;
+    a lossless contract sends no lossy frame."""
+    out = run_mpi(SCRIPTS / "check_auto.py", ranks, str(tmp_path), timeout=240)
+    assert "auto: passed" in out
+
+
+def test_agreement_takes_the_fastest_link_and_the_slowest_codecs() -> None:
+    a = cost.Figures(1e-5, 1e-9, 1e-9, 2e-9, 1e-10, 0.8, 0.3, 0.2)
+    b = cost.Figures(2e-5, 4e-9, 3e-9, 1e-9, 2e-10, 0.7, 0.4, 0.1)
+    agreed = cost.Figures.from_agreed(np.maximum(a.agreed_vector(), b.agreed_vector()))
+    assert agreed == cost.Figures(1e-5, 1e-9, 3e-9, 2e-9, 2e-10, 0.8, 0.4, 0.2)
+
+
+def test_measured_overhead_keeps_small_messages_raw_but_not_large_ones() -> None:
+    costly = SLOW._replace(over_ebq=0.01, over_cast=0.01)  # 10 ms a compressed call
+    assert choose(costly, 1 << 15) == "raw"
+    assert choose(costly, 1 << 24) in ("ebq_fast", "ebq_dense")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ranks=st.integers(2, 8),
+    count=st.integers(1, 4096),
+    seed=st.integers(0, 2**31),
+    spike=st.floats(0, 1e6),
+)
+def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike) -> None:
+    dtype = np.dtype(np.float32)
+    bound = 1e-2
+    if not cost.raw_within_rms(bound, count, ranks, False, dtype, 1.0):
+        return
+    xs = np.random.default_rng(seed).standard_normal((ranks, count)).astype(np.float32)
+    xs[:, 0] += np.float32(spike)  # one huge element: the rms follows it, and so the bound
+    rms = max(float(np.sqrt(np.mean(r.astype(np.float64) ** 2))) for r in xs)
+    acc = xs[0].copy()
+    for x in xs[1:]:
+        acc = acc + x  # float32 sums, as MPI's
+    err = np.abs(acc.astype(np.float64) - xs.astype(np.float64).sum(0)).max()
+    assert err <= bound * rms
