@@ -269,7 +269,8 @@ def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PRE
     alone (no communication): for ``mpiucc info``."""
     from pycomm.collectives.bound import rank_bound
     from pycomm.collectives.engine import engine_of
-    from pycomm.collectives.reduction import _algorithm_name
+    from pycomm.collectives.plan import choose as plan
+    from pycomm.collectives.plan import cost_name
     from pycomm.collectives.spec import make_spec
 
     comm = MPI.COMM_WORLD if comm is None else comm
@@ -284,8 +285,8 @@ def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PRE
         choices[_bytes_label(size)] = choose(
             fig, count=count, dtype=dtype, ranks=ranks, mean=True, bound=bound, top=top,
             rank_bound=e, casts=True,
-            algorithm_of=lambda name, count=count: _algorithm_name(
-                eng, comm, spec_of(spec, name), "auto", count, False
+            algorithm_of=lambda name, count=count: cost_name(
+                plan(spec_of(spec, name), ranks, count)
             ),
         )  # fmt: skip
     return {

@@ -51,6 +51,12 @@ def choose(
     return "twophase" if size >= 3 else "allgather"
 
 
+def cost_name(algorithm: str) -> str:
+    """The name codec="auto"'s cost model knows an algorithm by: "ring" for the exchanges that
+    move 2(N-1)/N of the frames (ring, two-phase), else "allgather"."""
+    return "ring" if algorithm in ("ring", "twophase") else "allgather"
+
+
 def check_algorithm(spec: CodecSpec, algorithm: str) -> None:
     """Raise ValueError for an unknown algorithm or one the codec cannot take."""
     if algorithm not in ALGORITHMS:
@@ -99,9 +105,7 @@ class Plan:
 
     @property
     def cost_name(self) -> str:
-        """The name codec="auto"'s cost model knows the plan by: "ring" for the exchanges
-        that move 2(N-1)/N of the frames (ring, two-phase), else "allgather"."""
-        return "ring" if self.name in ("ring", "twophase") else "allgather"
+        return cost_name(self.name)
 
     def budget(self, bound: float, magnitude: float, mean: bool, dtype: np.dtype) -> float | None:
         """ebq's per-rank bound for a final bound ``bound`` (see ``bound``)."""
