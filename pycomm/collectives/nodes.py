@@ -2,12 +2,15 @@
 
 The ranks of a node are those of ``MPI.COMM_TYPE_SHARED`` (one shared-memory domain), or, when
 the environment variable ``MPIUCC_NODE`` is set, those whose variable holds the same name (for
-emulating several nodes on one machine; set on every rank or on none). Found once per
-communicator, by blocking MPI collectives (a split has no deadline), and kept on it.
+emulating several nodes on one machine; set on every rank or on none). ``spans_nodes`` first
+asks, within the engine's deadline, whether the ranks span several hosts (processor names, or
+``MPIUCC_NODE``) with several ranks on one: only then does ``layout_of`` split the communicator,
+by blocking MPI collectives (a split has no deadline), once, and keep the layout on it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -57,6 +60,34 @@ def _key() -> int:
         if _keyval is None:
             _keyval = MPI.Comm.Create_keyval(delete_fn=lambda comm, key, layout: layout.free())
     return _keyval
+
+
+def spans_nodes(eng: Engine, comm: MPI.Comm) -> bool:
+    """Whether comm's ranks lie on several hosts with several ranks on some host (so that the
+    hierarchy may pay), found within the engine's deadline, once per communicator."""
+    found = comm.Get_attr(_spans_key())
+    if found is None:
+        name = os.environ.get(NODE_ENV)
+        key = MPI.Get_processor_name() if name is None else name
+        digest = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=7).digest(), "little")
+        mine = np.array([digest, name is not None], dtype=np.int64)
+        every = np.empty((comm.Get_size(), 2), dtype=np.int64)
+        eng.wait([comm.Iallgather(mine, every)], "the node names")
+        hosts = np.unique(every[:, 0], return_counts=True)[1]
+        found = bool(len(hosts) >= 2 and hosts.max() >= 2)
+        comm.Set_attr(_spans_key(), found)
+    return found
+
+
+_spans_keyval: int | None = None
+
+
+def _spans_key() -> int:
+    global _spans_keyval
+    with _lock:
+        if _spans_keyval is None:
+            _spans_keyval = MPI.Comm.Create_keyval()
+    return _spans_keyval
 
 
 def layout_of(eng: Engine, comm: MPI.Comm) -> Layout:

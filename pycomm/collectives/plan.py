@@ -15,7 +15,7 @@ from mpi4py import MPI
 from pycomm.collectives.bound import node_bound, rank_bound
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.gathered import Gathered
-from pycomm.collectives.nodes import Layout, layout_of
+from pycomm.collectives.nodes import Layout, layout_of, spans_nodes
 from pycomm.collectives.ring import Framer, Ring, host_framer
 from pycomm.collectives.spec import CodecSpec
 from pycomm.collectives.stats import CommStats
@@ -98,6 +98,8 @@ class Plan:
                 and size >= 3
                 and self.count >= MIN_CHUNK_COUNT * 2
             )
+            if self.algorithm == "auto" and maybe:  # no split unless the hosts say it may pay
+                maybe = spans_nodes(self.eng, self.comm)
             if maybe:  # the layout is found by every rank together, once per communicator
                 self.layout = layout_of(self.eng, self.comm)
             self._name = choose(self.spec, size, self.count, self.algorithm, self.layout)
