@@ -16,7 +16,6 @@ from typing import NoReturn
 import numpy as np
 
 import pycomm
-from pycomm.collectives.spec import make_spec
 
 #: Option values a preset fills in (explicit options win).
 # fmt: off
@@ -124,6 +123,8 @@ def parse_codec(text: str) -> pycomm.CodecSpec:
     name, rest = parts[0].lower(), parts[1:]
     params: dict[str, object] = {}
     if name == "auto":  # auto, auto:lossless or auto:MODE:BOUND (pycomm.collectives.auto)
+        from pycomm.collectives.spec import make_spec  # here: the package imports mpi4py
+
         return make_spec(":".join([name, *rest]))
     if name == "ebq":
         if len(rest) < 2 or "=" in rest[0] or "=" in rest[1]:

@@ -81,12 +81,16 @@ def main() -> None:
         assert ref.residuals.keys() == state.residuals.keys(), codec
         on_device = device == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
         on_device = on_device and codec != "none"
-        for r in state.residuals.values():  # the device codecs keep them on the device
-            assert isinstance(r, torch.Tensor) == on_device, codec
-        for key, r in ref.residuals.items():
+        for fb in state.residuals.values():  # the device codecs keep them on the device
+            assert isinstance(fb.worker, torch.Tensor) == on_device, codec
+        for key, fb in ref.residuals.items():
             mine = state.residuals[key]
-            mine = mine.cpu().numpy() if isinstance(mine, torch.Tensor) else mine
-            assert (mine.view("u4") == r.view("u4")).all(), codec
+            worker = mine.worker
+            worker = worker.cpu().numpy() if isinstance(worker, torch.Tensor) else worker
+            assert (worker.view("u4") == fb.worker.view("u4")).all(), codec
+            assert mine.server.keys() == fb.server.keys(), codec
+            for chunk, r in fb.server.items():  # the two-phase allreduce's, on the host
+                assert (mine.server[chunk].view("u4") == r.view("u4")).all(), codec
         assert state.stats.nonfinite == ref.stats.nonfinite == 1, codec
         mirrors = [k for k in state.staging if isinstance(k, int)]
         assert len(mirrors) == 2, codec  # one pinned mirror per bucket
