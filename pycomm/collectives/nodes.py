@@ -50,44 +50,34 @@ class Layout:
                 c.Free()
 
 
-_keyval: int | None = None
+_keyvals: dict[str, int] = {}
 _lock = threading.Lock()
 
 
-def _key() -> int:
-    global _keyval
+def _key(what: str = "layout") -> int:
+    """The MPI attribute key under which a communicator keeps ``what`` ("layout", whose
+    communicators are freed with it, or "spans")."""
     with _lock:
-        if _keyval is None:
-            _keyval = MPI.Comm.Create_keyval(delete_fn=lambda comm, key, layout: layout.free())
-    return _keyval
+        if what not in _keyvals:
+            free = (lambda comm, key, layout: layout.free()) if what == "layout" else None
+            _keyvals[what] = MPI.Comm.Create_keyval(delete_fn=free)
+    return _keyvals[what]
 
 
 def spans_nodes(eng: Engine, comm: MPI.Comm) -> bool:
     """Whether comm's ranks lie on several hosts with several ranks on some host (so that the
     hierarchy may pay), found within the engine's deadline, once per communicator."""
-    found = comm.Get_attr(_spans_key())
+    found = comm.Get_attr(_key("spans"))
     if found is None:
         name = os.environ.get(NODE_ENV)
         key = MPI.Get_processor_name() if name is None else name
         digest = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=7).digest(), "little")
-        mine = np.array([digest, name is not None], dtype=np.int64)
-        every = np.empty((comm.Get_size(), 2), dtype=np.int64)
-        eng.wait([comm.Iallgather(mine, every)], "the node names")
-        hosts = np.unique(every[:, 0], return_counts=True)[1]
+        every = np.empty(comm.Get_size(), dtype=np.int64)
+        eng.wait([comm.Iallgather(np.array([digest], np.int64), every)], "the node names")
+        hosts = np.unique(every, return_counts=True)[1]
         found = bool(len(hosts) >= 2 and hosts.max() >= 2)
-        comm.Set_attr(_spans_key(), found)
+        comm.Set_attr(_key("spans"), found)
     return found
-
-
-_spans_keyval: int | None = None
-
-
-def _spans_key() -> int:
-    global _spans_keyval
-    with _lock:
-        if _spans_keyval is None:
-            _spans_keyval = MPI.Comm.Create_keyval()
-    return _spans_keyval
 
 
 def layout_of(eng: Engine, comm: MPI.Comm) -> Layout:
