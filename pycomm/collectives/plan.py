@@ -125,6 +125,15 @@ def make(name: str, eng, comm, kw: dict, exact: bool, stats: CommStats, feedback
     return Gathered(eng, comm, kw, exact, stats)
 
 
+def first_frames(alg, count: int, framer: Framer, stats: CommStats) -> list:
+    """alg's first frames of count elements, their compression time and bytes counted."""
+    t0 = time.perf_counter()
+    frames = alg.first(count, framer)
+    stats.compress_seconds += time.perf_counter() - t0
+    stats.frame_bytes += sum(len(f) for f in frames if f is not None)
+    return frames
+
+
 def run_segments(eng, alg, a, res, err, segments, stats: CommStats, source=None) -> None:
     """Compress, exchange and decode each segment; with several, compression of segment k+1
     (this thread) overlaps the exchange of segment k (the engine's wire thread)."""
@@ -135,11 +144,7 @@ def run_segments(eng, alg, a, res, err, segments, stats: CommStats, source=None)
         return lambda clo, chi, ef: source.frame(lo + clo, lo + chi, alg.kw, ef)
 
     def first(lo: int, hi: int) -> list:
-        t0 = time.perf_counter()
-        frames = alg.first(hi - lo, framer(lo, hi))
-        stats.compress_seconds += time.perf_counter() - t0
-        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
-        return frames
+        return first_frames(alg, hi - lo, framer(lo, hi), stats)
 
     if len(segments) == 1:
         alg.decode(alg.exchange(first(0, a.size), a), res)

@@ -29,7 +29,7 @@ from pycomm.collectives.buffers import (
 )
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.feedback import ErrorFeedback
-from pycomm.collectives.plan import Plan, check_algorithm, make, run_segments
+from pycomm.collectives.plan import Plan, check_algorithm, first_frames, make, run_segments
 from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Ring, host_framer
 from pycomm.collectives.source import Source
@@ -268,20 +268,13 @@ def _reduce_scatter(
         # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
         rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
         ring = Ring(eng, comm, kw, stats)
-        t1 = time.perf_counter()
-        frames = ring.first(rotated.size, host_framer(rotated, rotated_err, kw))
-        stats.compress_seconds += time.perf_counter() - t1
-        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
+        frames = first_frames(ring, rotated.size, host_framer(rotated, rotated_err, kw), stats)
         if err is not None:
             err[...] = np.roll(rotated_err, -m)
         pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
     else:
         two = TwoPhase(eng, comm, kw, stats)
-        t1 = time.perf_counter()
-        frames = two.first(a.size, host_framer(a, err, kw))
-        stats.compress_seconds += time.perf_counter() - t1
-        stats.frame_bytes += sum(len(f) for f in frames if f is not None)
-        res[...] = two.reduce_scatter(frames, a)
+        res[...] = two.reduce_scatter(first_frames(two, a.size, host_framer(a, err, kw), stats), a)
     if kw is not None and op == "mean":
         np.divide(res, size, out=res)
     stats.calls += 1
