@@ -45,6 +45,7 @@ from pycomm.collectives.waits import (
     CommTimeout,
     PeerArgumentError,
     SettingsMismatchError,
+    background_thread,
     get_timeout,
     poll,
     tester,
@@ -249,7 +250,9 @@ class Engine:
         compresses segment k+1 (started by the first collective large enough to pipeline)."""
         with self._cv:
             if self._wire is None:
-                self._wire = ThreadPoolExecutor(1, thread_name_prefix="pycomm-wire")
+                self._wire = ThreadPoolExecutor(
+                    1, thread_name_prefix="pycomm-wire", initializer=background_thread
+                )
             return self._wire
 
     # -- requests somebody wants a callback of --
@@ -269,6 +272,7 @@ class Engine:
             self._thread.start()
 
     def _loop(self) -> None:
+        background_thread()
         nap = FIRST_NAP_S
         while True:
             with self._cv:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -18,12 +19,38 @@ from mpi4py import MPI
 
 #: Seconds a wait may go without completing; ``MPIUCC_TIMEOUT`` sets it at import.
 DEFAULT_TIMEOUT_S = 1800.0
-# A wait first spins on Test (small operations finish in microseconds), then yields the CPU,
-# then naps with a growing pause: a long transfer must not take cores from the computation it
-# overlaps (MPI makes progress inside Test; the kernel's socket buffers cover a nap).
+# A wait first spins on Test (small operations finish in microseconds), then yields the CPU, then
+# naps with a growing pause. How long it yields depends on who waits:
+# - a thread with nothing else to do (the caller of a blocking call, or of Request.wait) yields
+#   for up to ``PATIENT_SPIN_S`` before its first nap, as MPI's own blocking calls busy-poll: a
+#   nap of up to 1 ms after the peer has arrived would add its length to every call whose peer
+#   comes a little late (tensor parallelism's all_reduce: 1.25x the step with napping);
+# - a background thread (the engine's, the wire's: ``background_thread()``) overlaps
+#   computation on the other threads, so it yields briefly and then naps: a long transfer must not
+#   take cores from the computation it overlaps (MPI makes progress inside Test; the kernel's
+#   socket buffers cover a nap).
 _SPINS = 16
 _YIELDS = 256
 FIRST_NAP_S, LAST_NAP_S = 20e-6, 1e-3
+
+
+def _env_spin() -> float:
+    text = os.environ.get("MPIUCC_SPIN_MS", "")
+    try:
+        value = float(text) if text else 10.0
+    except ValueError:
+        raise ValueError(f"MPIUCC_SPIN_MS must be a number of milliseconds, not {text!r}") from None
+    return max(value, 0.0) / 1e3
+
+
+#: Seconds a waiting caller yields before it naps (``MPIUCC_SPIN_MS``, default 10 ms).
+PATIENT_SPIN_S = _env_spin()
+_thread_kind = threading.local()
+
+
+def background_thread() -> None:
+    """Mark the calling thread as a background one: its waits nap early (see above)."""
+    _thread_kind.background = True
 
 
 class CommTimeout(RuntimeError, TimeoutError):
@@ -65,14 +92,19 @@ def get_timeout() -> float:
 
 def poll(test: Callable[[], object], deadline: float) -> bool:
     """Call test() until it returns true (then True) or the deadline passes (then False)."""
+    if test():
+        return True
+    background = getattr(_thread_kind, "background", False)
     spins, nap = 0, FIRST_NAP_S
+    patient_until = time.monotonic() + (0.0 if background else PATIENT_SPIN_S)
     while not test():
         spins += 1
         if spins < _SPINS:
             continue
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             return False
-        if spins < _YIELDS:
+        if spins < _YIELDS or now < patient_until:
             os.sched_yield()
         else:
             time.sleep(nap)
