@@ -26,11 +26,11 @@ from mpi4py import MPI
 import pycomm
 from pycomm.collectives.auto_frames import sender_choice
 from pycomm.collectives.engine import engine_of
+from pycomm.collectives.waits import poll
 from pycomm.train.guard import Guard
 from pycomm.train.meters import Meters
 
 POKE_INTERVAL_S = 2e-4
-POLL_INTERVAL_S = 5e-5
 
 
 class PendingRecv:
@@ -97,16 +97,19 @@ class PipeLink:
         """The received tensor; the wait is split into bubble, transfer and decoding."""
         meter = self.meters["pp"]
         t_start, t_wall = time.perf_counter(), time.time()
-        deadline = t_start + pycomm.get_timeout()
-        while not pending.envelope.Test():
-            _sleep_until(deadline, "a pipeline envelope")
+        deadline = time.monotonic() + pycomm.get_timeout()
+        _wait_for(pending.envelope.Test, deadline, "a pipeline envelope")
         sent = float(pending.stamp[0])
-        while True:
+        decode = 0.0
+
+        def arrived() -> bool:  # pycomm's completing test decodes the frame: time that one
+            nonlocal decode
             t0 = time.perf_counter()
-            if pending.data.test():  # pycomm's completing test decodes the frame
-                decode = time.perf_counter() - t0
-                break
-            _sleep_until(deadline, "a pipeline tensor")
+            done = pending.data.test()
+            decode = time.perf_counter() - t0
+            return done
+
+        _wait_for(arrived, deadline, "a pipeline tensor")
         waited = time.perf_counter() - t_start - decode
         bubble = min(max(0.0, sent - t_wall), waited)
         meter.wait_s += bubble
@@ -172,14 +175,13 @@ class _PlainRequest:
         return bool(self._req.Test())
 
     def wait(self, timeout: float | None = None) -> None:
-        deadline = time.perf_counter() + (pycomm.get_timeout() if timeout is None else timeout)
-        while not self._req.Test():
-            _sleep_until(deadline, "a pipeline send")
+        deadline = time.monotonic() + (pycomm.get_timeout() if timeout is None else timeout)
+        _wait_for(self._req.Test, deadline, "a pipeline send")
 
 
-def _sleep_until(deadline: float, what: str) -> None:
-    if time.perf_counter() > deadline:
+def _wait_for(test: Any, deadline: float, what: str) -> None:
+    """pycomm's wait policy (``waits.poll``), with the pipeline's own error on timeout."""
+    if not poll(test, deadline):
         raise pycomm.CommTimeout(
             f"pipeline stage waited more than {pycomm.get_timeout():g} s for {what}"
         )
-    time.sleep(POLL_INTERVAL_S)
