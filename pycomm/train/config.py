@@ -52,7 +52,7 @@ COMPRESS_PRESET = {
     "tp_codec_fwd": "ebq:rms:5e-3",
     "tp_codec_bwd": "ebq:rms:5e-2",
     "pp_codec": "ebq:rms:5e-3",
-    "dp_codec": "ebq:rms:2e-3",
+    "dp_codec": "ebq:rms:5e-4",
     "weight_codec": "int8:block_size=64",
 }
 CODEC_OPTIONS = tuple(COMPRESS_PRESET)
