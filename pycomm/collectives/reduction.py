@@ -201,7 +201,7 @@ def reduce_scatter(
 
     The bound of ``allreduce`` holds for each block. Returns ``out`` or a new array of m.
     ``residual`` (x's size and dtype) turns on error feedback as in ``allreduce``: this rank
-    sends x + residual and keeps what its compression lost. ebq takes the ring's first half,
+    sends x + residual and keeps what its compression lost. ebq takes the first half of ``ring``,
     quantizers the two-phase exchange's (their block is decoded, not compressed again).
     ``stats`` (a CommStats) is added to as by ``allreduce``.
     """
@@ -265,13 +265,9 @@ def _reduce_scatter(
         res[...] = full[rank * m : (rank + 1) * m]
         stats.frame_bytes += a.nbytes
     elif spec.caps.exact_sum:
-        # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
-        rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
         ring = Ring(eng, comm, kw, stats)
-        frames = first_frames(ring, rotated.size, host_framer(rotated, rotated_err, kw), stats)
-        if err is not None:
-            err[...] = np.roll(rotated_err, -m)
-        pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
+        frames = first_frames(ring, a.size, host_framer(a, err, kw), stats)
+        pycodecs.decompress(ring.reduce_scatter(frames, a), out=res)
     else:
         two = TwoPhase(eng, comm, kw, stats)
         res[...] = two.reduce_scatter(first_frames(two, a.size, host_framer(a, err, kw), stats), a)
@@ -281,11 +277,6 @@ def _reduce_scatter(
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
-
-
-def _rotate(a: np.ndarray, m: int) -> np.ndarray:
-    """Blocks of m moved one place on (a copy): the ring leaves block r + 1 on rank r."""
-    return np.roll(a, m) if a.size > m else a
 
 
 def plain_allreduce(

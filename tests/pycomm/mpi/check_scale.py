@@ -37,6 +37,13 @@ def check_stats() -> None:
     totals = everyone(np.array([stats.sent_bytes, stats.recv_bytes]))
     assert totals[:, 0].sum() == totals[:, 1].sum(), totals  # what is sent is received
     assert (stats.sent_bytes > 0) == (SIZE > 1), stats
+    if SIZE > 1:  # ebq's reduce-scatter sends each chunk's first frame to its owner, never a sum
+        same = np.random.default_rng(0).standard_normal(SIZE << 14).astype(np.float32)
+        stats = pycomm.CommStats()  # equal inputs: rank j's frame of chunk r is everyone's
+        pycomm.reduce_scatter(same, codec="ebq", error_bound=1e-3, mode="rel", stats=stats)
+        assert stats.recv_bytes % (SIZE - 1) == 0, stats
+        own = stats.recv_bytes // (SIZE - 1)
+        assert stats.sent_bytes == stats.frame_bytes - own, stats
 
 
 def check_twophase() -> None:
