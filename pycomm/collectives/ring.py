@@ -8,8 +8,8 @@ Step by step, for a part of ``count`` elements split into N chunks, chunk r owne
    and the owner adds the N frames of its chunk in rank order: integer indices added exactly
    (``ebq_add``), so the sum needs no second compression; an allgather of the reduced frames
    gives every rank every chunk's frame (reduce_scatter stops before it). Only the reduced
-   frames carry summed indices, about log2(N)/2 bits wider than one rank's: a ring's partial
-   sums carried them on every step, (N-1) of the 2(N-1) messages. Quantizers, which cannot
+   frames carry summed indices, about log2(N)/2 bits wider than one rank's (a ring's partial
+   sums also carried wider ones on every step but its first). Quantizers, which cannot
    add frames, take ``twophase`` instead.
 3. ``decode``: every rank decodes the same bytes, so every rank holds the same bits.
 """
