@@ -4,7 +4,8 @@ Run under MPI, e.g. ``bench/slow_net.sh --links 4 1gbit 4 .venv/bin/python bench
 For each codec: an allreduce of ``--count`` float32 elements per rank with error feedback, in
 ``--segment``-element pipeline segments (the DDP hook's 2^19 by default), once per algorithm in
 turn for ``--reps`` rounds; rank 0 prints the median of the slowest rank's time, the bytes each
-rank sent (CommStats), and which algorithm ``plan.choose`` takes.
+rank sent (CommStats), which algorithm ``plan.choose`` takes, and the median over the rounds
+of the other algorithm's time over the pick's in the same round (above 1: the pick was faster).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main() -> None:
     x = np.random.default_rng(RANK).laplace(0, 1e-3, args.count).astype(np.float32)
     if RANK == 0:
         print(f"{SIZE} ranks, {args.count} float32 per rank, segments of {args.segment}")
-        print(f"{'codec':<8}{'algorithm':<11}{'median ms':>10}{'sent MB':>9}  choose")
+        print(f"{'codec':<8}{'algorithm':<11}{'median ms':>10}{'sent MB':>9}  choose (paired)")
     for codec in args.codecs.split(","):
         picked = plan.choose(make_spec(codec), SIZE, args.count, segment=args.segment)
         fbs = {name: pycomm.ErrorFeedback(np.zeros_like(x)) for name in plan.FIXED}
@@ -56,8 +57,10 @@ def main() -> None:
                 if rep:
                     times[name].append(dt)
         if RANK == 0:
+            other = next(name for name in plan.FIXED if name != picked)
+            paired = np.median(np.array(times[other]) / np.array(times[picked]))
             for name in plan.FIXED:
-                mark = "<- picked" if name == picked else ""
+                mark = f"<- picked ({paired:.2f})" if name == picked else ""
                 ms = 1e3 * float(np.median(times[name]))
                 print(f"{codec:<8}{name:<11}{ms:>10.1f}{sent[name] / 1e6:>9.3f}  {mark}")
 
