@@ -7,6 +7,7 @@ apply, and gives ebq's bound arithmetic the shape it needs (flat, or nodes then 
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -14,7 +15,6 @@ import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives.bound import node_bound, rank_bound
-from pycomm.collectives.buffers import chunk_bounds
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.gathered import Gathered
 from pycomm.collectives.nodes import Layout, layout_of, spans_nodes
@@ -63,8 +63,7 @@ def choose(
     if layout is not None and layout.worth_it and count >= MIN_CHUNK_COUNT * len(layout.sizes):
         return "hierarchy"
     if spec.caps.fixed_size and size >= 3:
-        costs = {name: exchange_cost(name, spec, size, count, dtype, segment) for name in FIXED}
-        return "twophase" if costs["twophase"] < costs["allgather"] else "allgather"
+        return _cheaper(spec, size, count, dtype, segment, MESSAGE_BYTES)
     if count < MIN_CHUNK_COUNT * size:
         return "allgather"
     if spec.caps.exact_sum:
@@ -77,12 +76,27 @@ FIXED = ("twophase", "allgather")
 
 
 def exchange_cost(
-    name: str, spec: CodecSpec, size: int, count: int, dtype: np.dtype | str, segment: int
+    name: str,
+    spec: CodecSpec,
+    size: int,
+    count: int,
+    dtype: np.dtype | str,
+    segment: int,
+    message_bytes: int | None = None,
 ) -> float:
     """What ``choose`` weighs: the bytes a rank sends in the allreduce ``name`` plus
-    ``MESSAGE_BYTES`` for each message it sends (``exchange``)."""
+    ``message_bytes`` (``MESSAGE_BYTES``) for each message it sends (``exchange``)."""
     sent, messages = exchange(name, spec, size, count, dtype, segment)
-    return sent + MESSAGE_BYTES * messages
+    return sent + (MESSAGE_BYTES if message_bytes is None else message_bytes) * messages
+
+
+@functools.lru_cache(maxsize=1024)  # a training step asks the same few questions each time
+def _cheaper(spec: CodecSpec, size: int, count: int, dtype, segment: int, message_bytes: int):
+    """ "twophase" if it costs less than "allgather" (``exchange_cost``), else "allgather"."""
+    twophase, gathered = (
+        exchange_cost(name, spec, size, count, dtype, segment, message_bytes) for name in FIXED
+    )
+    return "twophase" if twophase < gathered else "allgather"
 
 
 def exchange(
@@ -111,7 +125,8 @@ def exchange(
     if name == "allgather":
         sent, messages = (size - 1) * frame(n), gather_messages
     elif name == "twophase":
-        chunks = sum(frame(hi - lo) for lo, hi in chunk_bounds(n, size))
+        base, extra = divmod(n, size)  # chunk_bounds: sizes base + 1 (extra of them) and base
+        chunks = extra * frame(base + 1) + (size - extra) * frame(base)
         sent, messages = 2 * (size - 1) * chunks / size, size - 1 + gather_messages
     else:
         raise ValueError(f"exchange weighs {FIXED}, not {name!r}")
