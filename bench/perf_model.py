@@ -35,6 +35,9 @@ from pathlib import Path
 import numpy as np
 import pycodecs
 
+from pycomm.collectives.plan import choose
+from pycomm.collectives.spec import make_spec
+
 HERE = Path(__file__).parent
 RUNS = HERE / "calibration" / "runs.jsonl"
 CODECS = {"ebq": dict(codec="ebq", error_bound=1e-3, mode="rel"), "int8": {}, "sign": {}}
@@ -97,10 +100,10 @@ def flat_time(alg, codec, n, b, alpha, beta, cpu, sp, g, ratio=None) -> float:
     return rounds * alpha + wire * beta + cpu * work
 
 
-def leader_algorithm(codec: str, leaders: int) -> str:
-    if codec == "ebq":
-        return "ring" if leaders >= 2 else "allgather"
-    return "twophase" if leaders >= 3 else "allgather"
+def leader_algorithm(codec: str, leaders: int, b: float) -> str:
+    """The flat algorithm pycomm runs among the leaders for b bytes of float32 (plan.choose)."""
+    options = {k: v for k, v in CODECS[codec].items() if k != "codec"}
+    return choose(make_spec(codec, **options), leaders, int(b // 4))
 
 
 def time_of(variant, n, nodes, b, m: dict, sp, g, ratio=None) -> float:
@@ -116,7 +119,7 @@ def time_of(variant, n, nodes, b, m: dict, sp, g, ratio=None) -> float:
     wide = 2 if codec == "ebq" else 1
     share = (per - 1) / per
     local = share * (b * (wide + 1) * m["local"] + cpu * b * wide * sp["add"])
-    alg = leader_algorithm(codec, nodes)  # every local rank: one slice of b/per
+    alg = leader_algorithm(codec, nodes, b / per)  # every local rank: one slice of b/per
     return local + flat_time(alg, codec, nodes, b / per, alpha, beta, cpu, sp, g, ratio)
 
 

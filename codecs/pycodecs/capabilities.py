@@ -4,8 +4,11 @@
 ``exact_sum``: frames on one grid add exactly in the index domain (``ebq_add``), so a ring
 reduces without compressing again and the bound of a sum is the sum of the bounds;
 ``lossless``: decoding gives the input back bit for bit; ``error_feedback``: ``compress_ef``
-takes a residual. ``OPTIONS`` are the keyword options every compressing call takes, with their
-defaults (``pycodecs.compress``), written once here for every layer above.
+takes a residual; ``fixed_size``: a frame's size follows from the count, dtype and options
+alone (``compress_bound`` is then the size of every frame), so every rank knows the bytes an
+exchange will move before any is made. ``OPTIONS`` are the keyword options every compressing
+call takes, with their defaults (``pycodecs.compress``), written once here for every layer
+above.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ class Capabilities:
     exact_sum: bool
     lossless: bool
     error_feedback: bool = True
+    fixed_size: bool = True
 
 
 _QUANTIZER = Capabilities(bounded=False, exact_sum=False, lossless=False)
 
 CAPABILITIES: dict[str, Capabilities] = {
     "raw": Capabilities(bounded=True, exact_sum=False, lossless=True),
-    "ebq": Capabilities(bounded=True, exact_sum=True, lossless=False),
+    "ebq": Capabilities(bounded=True, exact_sum=True, lossless=False, fixed_size=False),
     **{name: _QUANTIZER for name in CODECS if name not in ("raw", "ebq")},
 }
 

@@ -19,6 +19,7 @@ from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import SettingsMismatchError
 
 GATHER_TAG = 0x5C1
+SCATTER_TAG = 0x5C2
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,32 @@ def recv_frame(
         stats.moved(0, n)
     expect.check(buf, f"rank {source}")
     return buf
+
+
+def scatter_frames(
+    eng: Engine,
+    comm: MPI.Comm,
+    frames: list,
+    expect: Expect,
+    stats: CommStats | None = None,
+) -> list:
+    """Every rank's frame of this rank's chunk, in rank order: frames[j] (chunk j) goes to rank
+    j, nearest first, and each received frame is capped and checked against expect (one round,
+    N-1 messages each way)."""
+    size, rank = comm.Get_size(), comm.Get_rank()
+    reqs = []
+    for k in range(1, size):
+        dest = (rank + k) % size
+        reqs.append(comm.Isend([frames[dest], MPI.BYTE], dest=dest, tag=SCATTER_TAG))
+        if stats is not None:
+            stats.moved(len(frames[dest]), 0)
+    mine = [None] * size
+    mine[rank] = frames[rank]
+    for k in range(1, size):
+        src = (rank - k) % size
+        mine[src] = recv_frame(eng, comm, src, SCATTER_TAG, expect, stats)
+    eng.wait(reqs, "sends of the reduce-scatter")
+    return mine
 
 
 def allgather_frames(

@@ -55,7 +55,8 @@ def allreduce(
     if layout.is_leader:
         total = total.astype(a.dtype) if wide else total
         n = leaders.Get_size()
-        alg = make(choose(spec, n, a.size), eng, leaders, kw, spec.caps.exact_sum, stats, feedback)
+        name = choose(spec, n, a.size, dtype=a.dtype, segment=segment)
+        alg = make(name, eng, leaders, kw, spec.caps.exact_sum, stats, feedback)
         segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
         run_segments(eng, alg, total, res, err, segments, stats)
     eng.wait([node.Ibcast(res, root=0)], "the node's broadcast")
@@ -76,7 +77,8 @@ def _sliced(eng, layout: Layout, send, res, err, spec, kw, segment, stats, feedb
     mine = None if err is None else err[lo:hi]
     fb = None if feedback is None else feedback.part(lo, hi)
     n = peers.Get_size()
-    alg = make(choose(spec, n, part.size), eng, peers, kw, spec.caps.exact_sum, stats, fb)
+    name = choose(spec, n, part.size, dtype=part.dtype, segment=segment)
+    alg = make(name, eng, peers, kw, spec.caps.exact_sum, stats, fb)
     segments = chunk_bounds(part.size, max(1, -(-part.size // max(1, int(segment)))))
     run_segments(eng, alg, part, res[lo:hi], mine, segments, stats)
     req = node.Iallgatherv(MPI.IN_PLACE, [res, (counts, displs)])

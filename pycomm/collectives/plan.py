@@ -7,9 +7,11 @@ apply, and gives ebq's bound arithmetic the shape it needs (flat, or nodes then 
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
+import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives.bound import node_bound, rank_bound
@@ -22,33 +24,113 @@ from pycomm.collectives.stats import CommStats
 from pycomm.collectives.twophase import TwoPhase
 
 ALGORITHMS = ("auto", "ring", "twophase", "allgather", "hierarchy")
-#: Below this many elements in each rank's chunk the gathered algorithm wins on latency.
+#: Below this many elements in each rank's chunk the gathered algorithm wins on latency (ebq,
+#: whose frame bytes depend on the data, and the hierarchy).
 MIN_CHUNK_COUNT = 1 << 14
+#: Pipeline segment: compression of one segment overlaps the exchange of the previous one.
+SEGMENT_COUNT = 1 << 21
+#: What one message costs, counted in bytes on the wire: about a link's latency times its
+#: bandwidth. A cluster link (5 µs at 100 Gbit/s: 62 KB) and this project's emulator (0.74 ms
+#: per round at 0.64 Gbit/s, BENCHMARKS "The performance model": 59 KB) both come near 64 KiB.
+MESSAGE_BYTES = 1 << 16
 
 
 def choose(
-    spec: CodecSpec, size: int, count: int, algorithm: str = "auto", layout: Layout | None = None
+    spec: CodecSpec,
+    size: int,
+    count: int,
+    algorithm: str = "auto",
+    layout: Layout | None = None,
+    dtype: np.dtype | str = "float32",
+    segment: int = SEGMENT_COUNT,
 ) -> str:
-    """The algorithm of a compressed allreduce of count elements on size ranks.
+    """The algorithm of a compressed allreduce of count elements of dtype on size ranks, run in
+    pipeline segments of ``segment`` elements. Every input is agreed (the layout is found by
+    all ranks together), so every rank takes the same algorithm.
 
     "auto": the node ``hierarchy`` when ``layout`` spans several nodes, some node holds
     several ranks, and each node's chunk holds at least ``MIN_CHUNK_COUNT`` elements (the
-    leaders then follow the rest of this rule among themselves); else the
-    ``ring`` for ebq from 2 ranks (exact index sums: no second compression, half the index
-    additions of the gathered path), the ``twophase`` exchange for quantizers from 3 ranks (on 2
-    it moves the bytes of the gathered path with a second compression), both only when each
-    rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements; else ``allgather`` (one
-    allgather of whole frames: fewest rounds).
+    leaders then follow the rest of this rule among themselves); else, for ebq, the ``ring``
+    from 2 ranks when each rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements (exact
+    index sums: no second compression, 1/N of the gathered path's index additions; its frame
+    bytes depend on the data, unknown before the call); for codecs whose frames have a fixed
+    size (quantizers, raw), whichever of ``twophase`` and ``allgather`` costs less in
+    ``exchange_cost`` (bytes sent plus ``MESSAGE_BYTES`` per message; a tie takes
+    ``allgather``); else ``allgather`` (one allgather of whole frames: fewest rounds).
     """
     if algorithm != "auto":
         return algorithm
     if layout is not None and layout.worth_it and count >= MIN_CHUNK_COUNT * len(layout.sizes):
         return "hierarchy"
+    if spec.caps.fixed_size and size >= 3:
+        return _cheaper(spec, size, count, dtype, segment, MESSAGE_BYTES)
     if count < MIN_CHUNK_COUNT * size:
         return "allgather"
     if spec.caps.exact_sum:
         return "ring" if size >= 2 else "allgather"
-    return "twophase" if size >= 3 else "allgather"
+    return "allgather"
+
+
+#: The algorithms ``exchange_cost`` weighs (codecs of fixed-size frames).
+FIXED = ("twophase", "allgather")
+
+
+def exchange_cost(
+    name: str,
+    spec: CodecSpec,
+    size: int,
+    count: int,
+    dtype: np.dtype | str,
+    segment: int,
+    message_bytes: int | None = None,
+) -> float:
+    """What ``choose`` weighs: the bytes a rank sends in the allreduce ``name`` plus
+    ``message_bytes`` (``MESSAGE_BYTES``) for each message it sends (``exchange``)."""
+    sent, messages = exchange(name, spec, size, count, dtype, segment)
+    return sent + (MESSAGE_BYTES if message_bytes is None else message_bytes) * messages
+
+
+@functools.lru_cache(maxsize=1024)  # a training step asks the same few questions each time
+def _cheaper(spec: CodecSpec, size: int, count: int, dtype, segment: int, message_bytes: int):
+    """ "twophase" if it costs less than "allgather" (``exchange_cost``), else "allgather"."""
+    twophase, gathered = (
+        exchange_cost(name, spec, size, count, dtype, segment, message_bytes) for name in FIXED
+    )
+    return "twophase" if twophase < gathered else "allgather"
+
+
+def exchange(
+    name: str, spec: CodecSpec, size: int, count: int, dtype: np.dtype | str, segment: int
+) -> tuple[float, int]:
+    """(bytes sent, messages sent) by one rank, on average over the ranks, in the allreduce
+    ``name`` ("twophase" or "allgather") of count elements of a fixed-size codec on size ranks,
+    summed over the pipeline segments (each taken as large as the largest).
+
+    Per segment of n elements, F(k) the frame of k elements (``pycodecs.compress_bound``, exact
+    for these codecs), and ``allgather_frames`` sending N-1 messages of sizes before its N-1 of
+    frames from 3 ranks on: allgather moves (N-1)·F(n) in 2(N-1) messages; twophase each rank's
+    N-1 chunk frames to their owners, then each owner's reduced chunk to the N-1 others:
+    2(N-1)/N·ΣF(chunk) in 3(N-1) messages. So twophase pays once its savings, about
+    (N-1)(N-2)/N·F(n), outweigh N-1 more messages per segment.
+    """
+    dt = np.dtype(dtype).name
+    kw = spec.codec_kwargs()
+    segments = max(1, -(-count // max(1, int(segment))))
+    n = -(-count // segments)
+
+    def frame(k: int) -> int:
+        return pycodecs.compress_bound(k, dtype=dt, **kw)
+
+    gather_messages = (size - 1) * (1 if size == 2 else 2)
+    if name == "allgather":
+        sent, messages = (size - 1) * frame(n), gather_messages
+    elif name == "twophase":
+        base, extra = divmod(n, size)  # chunk_bounds: sizes base + 1 (extra of them) and base
+        chunks = extra * frame(base + 1) + (size - extra) * frame(base)
+        sent, messages = 2 * (size - 1) * chunks / size, size - 1 + gather_messages
+    else:
+        raise ValueError(f"exchange weighs {FIXED}, not {name!r}")
+    return segments * sent, segments * messages
 
 
 def cost_name(algorithm: str) -> str:
@@ -82,9 +164,12 @@ class Plan:
         algorithm: str,
         count: int,
         hierarchy: bool = True,
+        dtype: np.dtype | str = "float32",
+        segment: int = SEGMENT_COUNT,
     ) -> None:
         self.eng, self.comm, self.spec = eng, comm, spec
         self.algorithm, self.count, self.hierarchy = algorithm, count, hierarchy
+        self.dtype, self.segment = dtype, segment
         self._name: str | None = None
         self.layout: Layout | None = None
 
@@ -102,7 +187,9 @@ class Plan:
                 maybe = spans_nodes(self.eng, self.comm)
             if maybe:  # the layout is found by every rank together, once per communicator
                 self.layout = layout_of(self.eng, self.comm)
-            self._name = choose(self.spec, size, self.count, self.algorithm, self.layout)
+            self._name = choose(
+                self.spec, size, self.count, self.algorithm, self.layout, self.dtype, self.segment
+            )
         return self._name
 
     @property

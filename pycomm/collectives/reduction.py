@@ -29,16 +29,20 @@ from pycomm.collectives.buffers import (
 )
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.feedback import ErrorFeedback
-from pycomm.collectives.plan import Plan, check_algorithm, first_frames, make, run_segments
+from pycomm.collectives.plan import (
+    SEGMENT_COUNT,
+    Plan,
+    check_algorithm,
+    first_frames,
+    make,
+    run_segments,
+)
 from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Ring, host_framer
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
 from pycomm.collectives.twophase import TwoPhase
-
-#: Pipeline segment: compression of one segment overlaps the exchange of the previous one.
-SEGMENT_COUNT = 1 << 21
 
 
 def allreduce(
@@ -132,14 +136,14 @@ def _allreduce(
     choice, framed, compressing = None, stats.frame_bytes, stats.compress_seconds
     if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
         choice = auto.agreed_choice(
-            eng, comm, a, spec, op, "allreduce", algorithm, ef, ef=ef, source=source,
-            algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a.size).cost_name,
+            eng, comm, a, spec, op, "allreduce", algorithm, ef, segment, ef=ef, source=source,
+            algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).cost_name,
         )  # fmt: skip
         spec, kw = choice.spec, choice.kw
-        plan = _flat_plan(eng, comm, spec, algorithm, a.size)
+        plan = _flat_plan(eng, comm, spec, algorithm, a, segment)
     else:
-        plan = Plan(eng, comm, spec, algorithm, a.size)
-        what = ("allreduce", algorithm, ef)
+        plan = Plan(eng, comm, spec, algorithm, a.size, dtype=a.dtype, segment=segment)
+        what = ("allreduce", algorithm, ef, segment)
         kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
     size = comm.Get_size()
     if source is not None and (kw is None or plan.name == "hierarchy"):
@@ -176,14 +180,14 @@ def _allreduce(
     return res
 
 
-def _flat_plan(eng, comm, spec: CodecSpec, algorithm: str, count: int) -> Plan:
+def _flat_plan(eng, comm, spec: CodecSpec, algorithm: str, a: np.ndarray, segment: int) -> Plan:
     """The plan of a codec="auto" call for the codec it weighs or chose: the flat algorithms
     only (auto's bound and cost arithmetic are flat), the caller's if the codec takes it."""
     try:
         check_algorithm(spec, algorithm)
     except ValueError:
         algorithm = "auto"
-    return Plan(eng, comm, spec, algorithm, count, hierarchy=False)
+    return Plan(eng, comm, spec, algorithm, a.size, False, a.dtype, segment)
 
 
 def reduce_scatter(
@@ -201,7 +205,7 @@ def reduce_scatter(
 
     The bound of ``allreduce`` holds for each block. Returns ``out`` or a new array of m.
     ``residual`` (x's size and dtype) turns on error feedback as in ``allreduce``: this rank
-    sends x + residual and keeps what its compression lost. ebq takes the ring's first half,
+    sends x + residual and keeps what its compression lost. ebq takes the first half of ``ring``,
     quantizers the two-phase exchange's (their block is decoded, not compressed again).
     ``stats`` (a CommStats) is added to as by ``allreduce``.
     """
@@ -265,13 +269,9 @@ def _reduce_scatter(
         res[...] = full[rank * m : (rank + 1) * m]
         stats.frame_bytes += a.nbytes
     elif spec.caps.exact_sum:
-        # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
-        rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
         ring = Ring(eng, comm, kw, stats)
-        frames = first_frames(ring, rotated.size, host_framer(rotated, rotated_err, kw), stats)
-        if err is not None:
-            err[...] = np.roll(rotated_err, -m)
-        pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
+        frames = first_frames(ring, a.size, host_framer(a, err, kw), stats)
+        pycodecs.decompress(ring.reduce_scatter(frames, a), out=res)
     else:
         two = TwoPhase(eng, comm, kw, stats)
         res[...] = two.reduce_scatter(first_frames(two, a.size, host_framer(a, err, kw), stats), a)
@@ -281,11 +281,6 @@ def _reduce_scatter(
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
-
-
-def _rotate(a: np.ndarray, m: int) -> np.ndarray:
-    """Blocks of m moved one place on (a copy): the ring leaves block r + 1 on rank r."""
-    return np.roll(a, m) if a.size > m else a
 
 
 def plain_allreduce(

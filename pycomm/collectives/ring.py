@@ -1,14 +1,16 @@
-"""The ring of exact-sum codecs (ebq): chunk frames summed around the ranks in the index domain,
-then the reduced chunks gathered.
+"""The exact-sum allreduce of ebq: chunk frames summed by their owners in the index domain,
+then the reduced chunks gathered. (Its algorithm name, "ring", is from when the partial sums
+travelled around a ring.)
 
-Step by step, for a part of ``count`` elements split into N chunks (one per rank):
+Step by step, for a part of ``count`` elements split into N chunks, chunk r owned by rank r:
 1. ``first``: every chunk compressed once onto the agreed grid (error feedback per chunk).
-2. ``exchange``: N-1 ring steps. At step s a rank sends its partial sum of chunk (rank - s) to
-   the right and adds what comes from the left to its frame of chunk (rank - s - 1): integer
-   indices added exactly (``ebq_add``), so the partial sums need no second compression (their
-   indices grow by about log2(N) bits at most). Rank r ends with the finished frame of chunk
-   r + 1; an allgather of those frames gives every rank every chunk's frame (reduce_scatter
-   stops before it). Quantizers, which cannot add frames, take ``twophase`` instead.
+2. ``exchange``: every rank sends its frame of chunk j to rank j (``frames.scatter_frames``),
+   and the owner adds the N frames of its chunk in rank order: integer indices added exactly
+   (``ebq_add``), so the sum needs no second compression; an allgather of the reduced frames
+   gives every rank every chunk's frame (reduce_scatter stops before it). Only the reduced
+   frames carry summed indices, about log2(N)/2 bits wider than one rank's (a ring's partial
+   sums also carried wider ones on every step but its first). Quantizers, which cannot
+   add frames, take ``twophase`` instead.
 3. ``decode``: every rank decodes the same bytes, so every rank holds the same bits.
 """
 
@@ -22,10 +24,8 @@ from mpi4py import MPI
 
 from pycomm.collectives.buffers import chunk_bounds
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.frames import Expect, allgather_frames, recv_frame
+from pycomm.collectives.frames import Expect, allgather_frames, scatter_frames
 from pycomm.collectives.stats import CommStats
-
-RING_TAG = 0x5C0
 
 
 def compress(x: np.ndarray, kw: dict, residual: np.ndarray | None = None) -> bytearray:
@@ -51,7 +51,7 @@ def host_framer(part: np.ndarray, residual: np.ndarray | None, kw: dict) -> Fram
 
 
 class Ring:
-    """The ring allreduce (and reduce-scatter) of one part on one communicator (ebq)."""
+    """The exact-sum allreduce (and reduce-scatter) of one part on one communicator (ebq)."""
 
     def __init__(
         self, eng: Engine, comm: MPI.Comm, kw: dict, stats: CommStats | None = None
@@ -65,31 +65,22 @@ class Ring:
         return [frame(lo, hi, True) for lo, hi in chunk_bounds(count, self.size)]
 
     def reduce_scatter(self, frames: list, part: np.ndarray) -> object:
-        """Step 2's ring: the reduced frame of chunk (rank + 1) % N."""
-        size, rank, comm, eng = self.size, self.rank, self.comm, self.eng
-        bounds = chunk_bounds(part.size, size)
-        right, left = (rank + 1) % size, (rank - 1) % size
-        for step in range(size - 1):
-            send_idx, recv_idx = (rank - step) % size, (rank - step - 1) % size
-            req = comm.Isend([frames[send_idx], MPI.BYTE], dest=right, tag=RING_TAG)
-            self.stats.moved(len(frames[send_idx]), 0)
-            lo, hi = bounds[recv_idx]
-            expect = Expect(self.kw, part.dtype.name, hi - lo)
-            received = recv_frame(eng, comm, left, RING_TAG, expect, self.stats)
-            eng.wait([req], f"ring step {step} (send to rank {right})")
-            frames[recv_idx] = pycodecs.ebq_add(received, frames[recv_idx])
-        return frames[(rank + 1) % size]
+        """Step 2's first half: the frame of this rank's chunk summed over all ranks."""
+        lo, hi = chunk_bounds(part.size, self.size)[self.rank]
+        expect = Expect(self.kw, part.dtype.name, hi - lo)
+        mine = scatter_frames(self.eng, self.comm, frames, expect, self.stats)
+        total = mine[0]
+        for f in mine[1:]:  # exact index sums; outliers' values added in rank order
+            total = pycodecs.ebq_add(total, f)
+        return total
 
     def exchange(self, frames: list, part: np.ndarray, offset: int = 0) -> list:
         """Step 2 whole: every chunk's reduced frame, in chunk order, on every rank (offset,
         where part starts in the buffer, matters to ``twophase`` only)."""
-        size = self.size
-        bounds = chunk_bounds(part.size, size)
-        owned = [bounds[(r + 1) % size] for r in range(size)]  # rank r holds chunk r + 1
-        expect = [Expect(self.kw, part.dtype.name, hi - lo) for lo, hi in owned]
+        bounds = chunk_bounds(part.size, self.size)
+        expect = [Expect(self.kw, part.dtype.name, hi - lo) for lo, hi in bounds]
         reduced = self.reduce_scatter(frames, part)
-        gathered = allgather_frames(self.eng, self.comm, reduced, expect, self.stats)
-        return [gathered[(c - 1) % size] for c in range(size)]
+        return allgather_frames(self.eng, self.comm, reduced, expect, self.stats)
 
     def decode(self, frames: list, out: np.ndarray) -> None:
         """Step 3: the chunks' frames into out."""

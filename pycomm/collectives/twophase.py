@@ -20,11 +20,9 @@ from mpi4py import MPI
 from pycomm.collectives.buffers import chunk_bounds
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.feedback import ErrorFeedback
-from pycomm.collectives.frames import Expect, allgather_frames, recv_frame
+from pycomm.collectives.frames import Expect, allgather_frames, scatter_frames
 from pycomm.collectives.ring import Framer, compress
 from pycomm.collectives.stats import CommStats
-
-SCATTER_TAG = 0x5C2
 
 
 class TwoPhase:
@@ -48,23 +46,13 @@ class TwoPhase:
 
     def reduce_scatter(self, frames: list, part: np.ndarray) -> np.ndarray:
         """Step 2's first half: the sum of this rank's chunk over all ranks, decoded."""
-        size, rank, comm, eng = self.size, self.rank, self.comm, self.eng
-        lo, hi = chunk_bounds(part.size, size)[rank]
-        reqs = []
-        for k in range(1, size):  # each peer its chunk, nearest first
-            dest = (rank + k) % size
-            reqs.append(comm.Isend([frames[dest], MPI.BYTE], dest=dest, tag=SCATTER_TAG))
-            self.stats.moved(len(frames[dest]), 0)
-        mine = {rank: frames[rank]}
+        lo, hi = chunk_bounds(part.size, self.size)[self.rank]
         expect = Expect(self.kw, part.dtype.name, hi - lo)
-        for k in range(1, size):
-            src = (rank - k) % size
-            mine[src] = recv_frame(eng, comm, src, SCATTER_TAG, expect, self.stats)
-        eng.wait(reqs, "two-phase reduce-scatter sends")
+        mine = scatter_frames(self.eng, self.comm, frames, expect, self.stats)
         total = np.zeros(hi - lo, part.dtype)
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate, by policy
-            for src in range(size):  # rank order: one sum on whichever rank computes it
-                pycodecs.decompress_add(mine[src], out=total)
+            for f in mine:  # rank order: one sum on whichever rank computes it
+                pycodecs.decompress_add(f, out=total)
         return total
 
     def exchange(self, frames: list, part: np.ndarray, offset: int = 0) -> list:

@@ -91,10 +91,10 @@ def main() -> None:
             back = restored.residuals[key]
             assert np.array_equal(back.worker, fb.worker) and back.server.keys() == fb.server.keys()
     if SIZE >= 3:  # the two-phase algorithm keeps server residuals per bucket, and they pickle
-        plan.MIN_CHUNK_COUNT, small = 1, plan.MIN_CHUNK_COUNT
+        plan.MESSAGE_BYTES, cost = 0, plan.MESSAGE_BYTES  # small buckets: fewer bytes win
         state = CompressHookState("int8")
         train(mpiucc_compress_hook, state)
-        plan.MIN_CHUNK_COUNT = small
+        plan.MESSAGE_BYTES = cost
         restored = pickle.loads(pickle.dumps(state))
         servers = [fb.server for fb in state.residuals.values()]
         assert servers and all(servers), "no server residual kept"

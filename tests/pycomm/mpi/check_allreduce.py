@@ -124,6 +124,12 @@ def check_mismatch() -> None:
         pass
     else:
         raise AssertionError("mismatched sizes were not detected")
+    try:  # the segment decides the algorithm (plan.choose): every rank must take the same
+        pycomm.allreduce(np.ones(1 << 16, np.float32), codec="int8", segment=1 << (12 + RANK))
+    except pycomm.SettingsMismatchError:
+        pass
+    else:
+        raise AssertionError("mismatched segments were not detected")
 
 
 def main() -> None:

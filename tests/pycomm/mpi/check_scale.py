@@ -11,6 +11,8 @@ import numpy as np
 from _check import COMM, QUANTIZERS, RANK, SIZE, everyone, params, same_everywhere
 
 import pycomm
+from pycomm.collectives import plan
+from pycomm.collectives.spec import make_spec
 
 
 def check_stats() -> None:
@@ -37,6 +39,21 @@ def check_stats() -> None:
     totals = everyone(np.array([stats.sent_bytes, stats.recv_bytes]))
     assert totals[:, 0].sum() == totals[:, 1].sum(), totals  # what is sent is received
     assert (stats.sent_bytes > 0) == (SIZE > 1), stats
+    if SIZE > 1:  # ebq's reduce-scatter sends each chunk's first frame to its owner, never a sum
+        same = np.random.default_rng(0).standard_normal(SIZE << 14).astype(np.float32)
+        stats = pycomm.CommStats()  # equal inputs: rank j's frame of chunk r is everyone's
+        pycomm.reduce_scatter(same, codec="ebq", error_bound=1e-3, mode="rel", stats=stats)
+        assert stats.recv_bytes % (SIZE - 1) == 0, stats
+        own = stats.recv_bytes // (SIZE - 1)
+        assert stats.sent_bytes == stats.frame_bytes - own, stats
+    n = SIZE * 3 * 1000  # three segments of equal size, each split evenly: what choose weighs
+    for algorithm in plan.FIXED if SIZE > 2 else ():
+        stats = pycomm.CommStats()
+        y = np.random.default_rng(RANK).standard_normal(n).astype(np.float32)
+        pycomm.allreduce(y, codec="int8", algorithm=algorithm, segment=n // 3, stats=stats)
+        mean = everyone(np.array([stats.sent_bytes]))[:, 0].mean()
+        want = plan.exchange(algorithm, make_spec("int8"), SIZE, n, "float32", n // 3)[0]
+        assert mean == want, (algorithm, mean, want)
 
 
 def check_twophase() -> None:
