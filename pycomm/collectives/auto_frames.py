@@ -59,14 +59,14 @@ def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
     if spec.lossless or a.size == 0:
         return NONE
     entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
-    if entry.settled and entry.since < REFRESH:
+    if entry.kept == "raw" and entry.since < REFRESH:
         entry.since += 1
         return NONE
     top, scale = _gather_statistics(a, spec)
     bound = spec.error_bound * -scale
     fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
-    entry.settled, entry.since = name == "raw", 0
+    entry.kept, entry.since = ("raw" if name == "raw" else None), 0
     return NONE if name == "raw" else spec_of(spec, name)
 
 
