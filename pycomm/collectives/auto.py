@@ -169,7 +169,7 @@ def agreed_choice(
     caught by MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
-    label = f"{what} auto {a.dtype} x{a.size} {op}"
+    label = _label(what, a.dtype, a.size, op)
     key = sig  # what, size, dtype, op, contract: the call's settings digest
     ranks, mean = comm.Get_size(), op == "mean"
     if spec.lossless or a.size == 0 or ranks < 2:  # one rank: the "sum" is x itself, exact
@@ -216,6 +216,12 @@ def agreed_choice(
         return _raw(spec, top, ranks, a.dtype, limit, key)
     chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
+
+
+@functools.lru_cache(maxsize=256)
+def _label(what: str, dtype: np.dtype, count: int, op: str) -> str:
+    """The agreement's name of a call (for its errors), made once per kind of call."""
+    return f"{what} auto {dtype} x{count} {op}"
 
 
 def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float, key: int):

@@ -22,6 +22,7 @@ the budget that is left; a mean divides the final sum by N once, rounding by u*(
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -37,6 +38,7 @@ DOUBLE_ROUNDOFF = 2.0**-53
 MAX_INDEX = 2.0**22
 
 
+@functools.lru_cache(maxsize=8)
 def unit_roundoff(dtype: np.dtype) -> float:
     return float(np.finfo(dtype).eps) / 2 + DOUBLE_ROUNDOFF
 
