@@ -186,7 +186,7 @@ def agreed_choice(
             return Choice("raw", NONE, None, key)
     stats = local_statistics(a, spec, source)
     figures = () if kept else local_figures(eng, key).agreed_vector()
-    v = eng.agree(label, sig, (*stats, *figures))
+    v = eng.agree(label, sig, (*stats, *figures)).tolist()  # Python floats: faster arithmetic
     bound, top = contract(spec, v[:2])
     limit = budget(bound, top, ranks, mean, a.dtype)
     if kept:  # the kept candidate, if this call's agreed statistics still prove it
