@@ -7,6 +7,14 @@
 
 #include "../stats.h"
 
+static inline __m256d min4(const __m256d v[4]) {
+    return _mm256_min_pd(_mm256_min_pd(v[0], v[1]), _mm256_min_pd(v[2], v[3]));
+}
+
+static inline __m256d max4(const __m256d v[4]) {
+    return _mm256_max_pd(_mm256_max_pd(v[0], v[1]), _mm256_max_pd(v[2], v[3]));
+}
+
 static void finish(const __m256d acc[4], double lo, double hi, uint64_t bad, stats_acc *out) {
     double lanes[STATS_LANES];
     for (int k = 0; k < 4; k++) _mm256_storeu_pd(lanes + 4 * k, acc[k]);
@@ -125,8 +133,8 @@ static inline size_t fast_f64(const double *x, size_t n, double scale, int squar
     }
     if (_mm256_movemask_pd(bad)) return 0;
     double a[4], b[4], lo = INFINITY, hi = -INFINITY;
-    _mm256_storeu_pd(a, _mm256_min_pd(_mm256_min_pd(vlo[0], vlo[1]), _mm256_min_pd(vlo[2], vlo[3])));
-    _mm256_storeu_pd(b, _mm256_max_pd(_mm256_max_pd(vhi[0], vhi[1]), _mm256_max_pd(vhi[2], vhi[3])));
+    _mm256_storeu_pd(a, min4(vlo));
+    _mm256_storeu_pd(b, max4(vhi));
     for (int j = 0; j < 4; j++) {
         if (a[j] < lo) lo = a[j];
         if (b[j] > hi) hi = b[j];
@@ -161,8 +169,8 @@ static inline size_t body_f64(const double *x, size_t n, double scale, int squar
         }
     }
     double a[4], b[4], lo = INFINITY, hi = -INFINITY;
-    _mm256_storeu_pd(a, _mm256_min_pd(_mm256_min_pd(vlo[0], vlo[1]), _mm256_min_pd(vlo[2], vlo[3])));
-    _mm256_storeu_pd(b, _mm256_max_pd(_mm256_max_pd(vhi[0], vhi[1]), _mm256_max_pd(vhi[2], vhi[3])));
+    _mm256_storeu_pd(a, min4(vlo));
+    _mm256_storeu_pd(b, max4(vhi));
     for (int j = 0; j < 4; j++) {
         if (a[j] < lo) lo = a[j];
         if (b[j] > hi) hi = b[j];
