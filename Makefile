@@ -61,6 +61,7 @@ test-wheel:
 
 demo: build
 	$(VENV)/bin/mpiexec -n 4 $(PY) -m pycomm.train --preset demo --out runs/demo
+	bench/demo_auto.sh runs
 
 bench: build test-c
 	$(CBUILD)/mpiucc_bench

@@ -228,6 +228,26 @@ size_t mpiucc_ebq_add_bound(const void *a, size_t a_size, const void *b, size_t 
 mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t b_size,
                              void *dst, size_t dst_capacity, size_t *dst_size);
 
+/* ---- statistics of an input (what an error budget is made from) ---- */
+
+/* Finite min, finite max, sum of squares and non-finite count of an array. */
+typedef struct {
+    double min;          /* smallest finite value; 0 when none is finite */
+    double max;          /* largest finite value; 0 when none is finite */
+    double sum_squares;  /* sum of (scale * v)^2 over the finite v in double; inf on overflow */
+    uint64_t nonfinite;  /* number of NaN and +-Inf values */
+} mpiucc_stats;
+
+/* One pass over count elements of src (dtype F32 or F64) filling *stats. The sum of squares
+ * is accumulated in double in a fixed order (element i into lane i mod 16, lanes added in a
+ * fixed tree), so every SIMD level gives the same bits; pass scale = 1, 1 / max|v| to keep a
+ * float64 sum from overflowing, or 0 to skip the squares (sum_squares is then 0: min and max
+ * alone take about half the time). MPIUCC_ERR_ARG for a NULL pointer (src may be NULL when
+ * count is 0), another dtype (MPIUCC_ERR_UNSUPPORTED for F16/BF16) or a scale that is
+ * negative or not finite. Reentrant; reads src only. */
+mpiucc_status mpiucc_finite_stats(const void *src, size_t count, mpiucc_dtype dtype,
+                                  double scale, mpiucc_stats *stats);
+
 /* ---- CPU dispatch ---- */
 
 typedef enum { MPIUCC_SIMD_GENERIC = 0, MPIUCC_SIMD_AVX2 = 1 } mpiucc_simd;

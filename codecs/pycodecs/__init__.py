@@ -8,6 +8,7 @@ from pycodecs._ext import FLAG_NONFINITE, FLAG_PAYLOAD_CHECKSUM, CodecError
 from pycodecs._limits import DEFAULT_MAX_DECODE_BYTES
 from pycodecs._params import CODECS, DTYPES, Header
 from pycodecs.api import (
+    FiniteStats,
     compress,
     compress_bound,
     compress_ef,
@@ -15,6 +16,7 @@ from pycodecs.api import (
     decompress_add,
     ebq_add,
     ebq_quantize,
+    finite_stats,
     header,
     pack_indices,
     set_simd_level,
@@ -30,6 +32,7 @@ __all__ = [
     "FLAG_NONFINITE",
     "FLAG_PAYLOAD_CHECKSUM",
     "CodecError",
+    "FiniteStats",
     "Header",
     "compress",
     "compress_bound",
@@ -38,6 +41,7 @@ __all__ = [
     "decompress_add",
     "ebq_add",
     "ebq_quantize",
+    "finite_stats",
     "header",
     "pack_indices",
     "set_simd_level",

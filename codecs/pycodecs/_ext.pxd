@@ -57,6 +57,12 @@ cdef extern from "mpiucc.h" nogil:
         uint32_t aux
         uint32_t payload_checksum
 
+    ctypedef struct mpiucc_stats:
+        double min
+        double max
+        double sum_squares
+        uint64_t nonfinite
+
     const char *mpiucc_status_string(mpiucc_status status)
     size_t mpiucc_dtype_size(mpiucc_dtype dtype)
 
@@ -87,6 +93,9 @@ cdef extern from "mpiucc.h" nogil:
     size_t mpiucc_ebq_add_bound(const void *a, size_t a_size, const void *b, size_t b_size)
     mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t b_size,
                                  void *dst, size_t dst_capacity, size_t *dst_size)
+
+    mpiucc_status mpiucc_finite_stats(const void *src, size_t count, mpiucc_dtype dtype,
+                                      double scale, mpiucc_stats *stats)
 
     mpiucc_simd mpiucc_simd_level()
     mpiucc_simd mpiucc_set_simd_level(mpiucc_simd level)

@@ -264,6 +264,20 @@ def ebq_add_bound(const unsigned char[::1] a, const unsigned char[::1] b):
     return bound
 
 
+def finite_stats(const unsigned char[::1] src, size_t count, uint32_t dtype, double scale):
+    """(min, max, sum of squares, non-finite count) of count elements of src (one pass)."""
+    cdef mpiucc_stats got
+    cdef mpiucc_status st
+    cdef const void *s = rptr(src)
+    cdef size_t es = mpiucc_dtype_size(<mpiucc_dtype>dtype)
+    if es and count > <size_t>src.shape[0] // es:
+        raise ValueError(f"buffer of {src.shape[0]} bytes holds fewer than {count} elements")
+    with nogil:
+        st = mpiucc_finite_stats(s, count, <mpiucc_dtype>dtype, scale, &got)
+    check(st)
+    return got.min, got.max, got.sum_squares, got.nonfinite
+
+
 def simd_level():
     return mpiucc_simd_name(mpiucc_simd_level()).decode()
 

@@ -40,6 +40,7 @@ from pycomm.collectives.cost import (
     LEVELS,
     Figures,
     budget,
+    cast_error,
     choose,
     raw_error,
     raw_within_rms,
@@ -80,15 +81,16 @@ class Choice:
 
 class Seen:
     """What auto keeps of one key (a call's settings digest: what, size, dtype, op,
-    contract): the ratio each ebq level
-    reached (this rank's frames) and, from agreed values only (the same on every rank),
-    whether raw was settled at the last full decision and how many calls ago that was."""
+    contract): the ratio each ebq level reached (this rank's frames) and, from agreed values
+    only (the same on every rank), the candidate the last full decision kept (None: decide
+    in full) and how many calls ago that was."""
 
-    __slots__ = ("ratio_fast", "ratio_dense", "settled", "since")
+    __slots__ = ("ratio_fast", "ratio_dense", "kept", "since")
 
     def __init__(self) -> None:
         self.ratio_fast = self.ratio_dense = 0.0
-        self.settled, self.since = False, 0
+        self.kept: str | None = None
+        self.since = 0
 
 
 class Observed:
@@ -154,42 +156,44 @@ def agreed_choice(
     "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
     size is not part of the proven bound).
 
-    Where the last full decision on this key chose raw (and a sum in the dtype kept the bound
-    with room to spare, ``RAW_MARGIN``), the next ``REFRESH`` calls of the key take raw
-    without this rank's figures and the model: a function of agreed values and the call
-    count, so the same on every rank. Their statistics are still agreed, so that a sum in
-    the dtype that could now exceed the bound is made in float64 instead. With an rms bound
+    The candidate a full decision on this key chose (raw only where a sum in the dtype kept
+    the bound with room to spare, ``RAW_MARGIN``) is kept for the next ``REFRESH`` calls of
+    the key, without this rank's figures and the model: a function of agreed values and the
+    call count, so the same on every rank. Their statistics are still agreed, and a kept
+    candidate that they no longer prove within the bound gives way to raw (``_kept``); a sum
+    in the dtype that could now exceed the bound is made in float64 instead. One rank takes
+    raw at once: its "sum" is its input, exact. With an rms bound
     loose enough to hold for any data (``cost.raw_within_rms``) such a call needs nothing
     agreed, and makes no agreement: it costs what an uncompressed MPI allreduce costs. As
     with the torch backend's fast path, ranks that pass different arguments to it are then
     caught by MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement.
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
-    label = f"{what} auto {a.dtype} x{a.size} {op}"
+    label = _label(what, a.dtype, a.size, op)
     key = sig  # what, size, dtype, op, contract: the call's settings digest
-    if spec.lossless or a.size == 0:
+    ranks, mean = comm.Get_size(), op == "mean"
+    if spec.lossless or a.size == 0 or ranks < 2:  # one rank: the "sum" is x itself, exact
         eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
-    seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
+    seen = observed(eng)
     entry = seen.key(key)
-    settled = entry.settled and entry.since < REFRESH
-    if settled and spec.mode == "rms":  # proven for any data: no statistics needed
+    kept = entry.kept if entry.since < REFRESH else None
+    if kept == "raw" and spec.mode == "rms":  # proven for any data: no statistics needed
         if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype, RAW_MARGIN):
             entry.since += 1
             if CHECKED:
                 eng.agree(label, sig)
             return Choice("raw", NONE, None, key)
     stats = local_statistics(a, spec, source)
-    figures = () if settled else local_figures(eng, key).agreed_vector()
-    v = eng.agree(label, sig, (*stats, *figures))
+    figures = () if kept else local_figures(eng, key).agreed_vector()
+    v = eng.agree(label, sig, (*stats, *figures)).tolist()  # Python floats: faster arithmetic
     bound, top = contract(spec, v[:2])
     limit = budget(bound, top, ranks, mean, a.dtype)
-    if settled:  # raw, in float64 where the dtype's roundings could exceed the bound now
+    if kept:  # the kept candidate, if this call's agreed statistics still prove it
         entry.since += 1
-        wide = raw_error(top, ranks, a.dtype) > limit
-        return Choice("raw", ebq_spec(spec, "ebq_fast") if wide else NONE, None, key)
+        return _kept(kept, spec, v[:2], ranks, op, a, key, top, limit, entry)
     fig = seen.agreed = Figures.from_agreed(v[2:])
-    entry.since, entry.settled = 0, False
+    entry.since, entry.kept = 0, None
     levels = {name: final_kwargs(ebq_spec(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     name = choose(
         fig,
@@ -203,14 +207,48 @@ def agreed_choice(
         casts=not ef and a.dtype == np.float32,
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )
+    # Kept for the next REFRESH calls once the link has been measured (a first guess kept a
+    # slow link's DDP bucket raw for 16 steps); raw only with room to spare in the bound.
+    if fig.per_byte != FIRST_SECONDS_PER_BYTE:
+        room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
+        entry.kept = name if room else None
     if name == "raw":
-        error = raw_error(top, ranks, a.dtype)
-        # Kept for the next REFRESH calls, once the link has been measured (a first guess
-        # settled a slow link's DDP bucket as raw for 16 steps).
-        entry.settled = error * RAW_MARGIN <= limit and fig.per_byte != FIRST_SECONDS_PER_BYTE
-        return Choice(name, ebq_spec(spec, "ebq_fast") if error > limit else NONE, None, key)
+        return _raw(spec, top, ranks, a.dtype, limit, key)
     chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
+
+
+@functools.lru_cache(maxsize=256)
+def _label(what: str, dtype: np.dtype, count: int, op: str) -> str:
+    """The agreement's name of a call (for its errors), made once per kind of call."""
+    return f"{what} auto {dtype} x{count} {op}"
+
+
+def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float, key: int):
+    """Uncompressed, summed in float64 where the dtype's roundings could exceed the bound."""
+    wide = raw_error(top, ranks, dtype) > limit
+    return Choice("raw", ebq_spec(spec, "ebq_fast") if wide else NONE, None, key)
+
+
+def _kept(
+    name: str, spec: CodecSpec, agreed, ranks: int, op: str, a: np.ndarray, key: int,
+    top: float, limit: float, entry: Seen,
+) -> Choice:  # fmt: skip
+    """The kept candidate without figures or model, where this call's agreed statistics
+    still prove its bound (ebq: a per-rank bound exists; a cast: ``cast_error`` within the
+    budget); else raw, and the next call decides in full. Agreed values only: the same on
+    every rank."""
+    if name in LEVELS:
+        kw = final_kwargs(ebq_spec(spec, name), agreed, ranks, op, a)
+        if kw is not None:
+            return Choice(name, ebq_spec(spec, name), kw, key)
+    elif name in CASTS:
+        err = cast_error(name, top, ranks, a.dtype)
+        if err is not None and err <= limit:
+            return Choice(name, CASTS[name], CASTS[name].codec_kwargs(), key)
+    if name != "raw":
+        entry.kept = None
+    return _raw(spec, top, ranks, a.dtype, limit, key)
 
 
 def record(

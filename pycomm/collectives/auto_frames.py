@@ -22,7 +22,7 @@ from pycomm.collectives.auto import (
     observed,
     spec_of,
 )
-from pycomm.collectives.buffers import finite_min_max, finite_rms
+from pycomm.collectives.buffers import finite_min_max, finite_top_rms
 from pycomm.collectives.cost import CAST_ROUNDOFF, Figures, choose_frame
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.spec import CodecSpec
@@ -59,24 +59,24 @@ def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
     if spec.lossless or a.size == 0:
         return NONE
     entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
-    if entry.settled and entry.since < REFRESH:
+    if entry.kept == "raw" and entry.since < REFRESH:
         entry.since += 1
         return NONE
     top, scale = _gather_statistics(a, spec)
     bound = spec.error_bound * -scale
     fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
-    entry.settled, entry.since = name == "raw", 0
+    entry.kept, entry.since = ("raw" if name == "raw" else None), 0
     return NONE if name == "raw" else spec_of(spec, name)
 
 
 def _gather_statistics(a: np.ndarray, spec: CodecSpec) -> tuple[float, float]:
     """(max |x|, -scale of the bound): the range for rel, the rms for rms, 1 for abs."""
+    if spec.mode == "rms":
+        top, rms = finite_top_rms(a)
+        return top, -rms
     lo, hi = finite_min_max(a)
-    top = max(hi, -lo, 0.0)
-    if spec.mode == "rel":
-        return top, -(hi - lo)
-    return top, -(finite_rms(a, top) if spec.mode == "rms" else 1.0)
+    return max(hi, -lo, 0.0), -(hi - lo if spec.mode == "rel" else 1.0)
 
 
 class AnyFrame:

@@ -22,12 +22,13 @@ the budget that is left; a mean divides the final sum by N once, rounding by u*(
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from mpi4py import MPI
 
-from pycomm.collectives.buffers import finite_min_max, finite_rms
+from pycomm.collectives.buffers import finite_min_max, finite_top_rms
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
@@ -37,6 +38,7 @@ DOUBLE_ROUNDOFF = 2.0**-53
 MAX_INDEX = 2.0**22
 
 
+@functools.lru_cache(maxsize=8)
 def unit_roundoff(dtype: np.dtype) -> float:
     return float(np.finfo(dtype).eps) / 2 + DOUBLE_ROUNDOFF
 
@@ -102,11 +104,16 @@ def agreed_kwargs(
 
 def local_statistics(a: np.ndarray, spec: CodecSpec, source: Source | None = None) -> tuple:
     """This rank's two maxima for spec's bound: (max |x|, rms) for ``mode="rms"``, else
-    (max, -min) of the finite inputs (``source``'s when given)."""
-    lo, hi = finite_min_max(a) if source is None else source.finite_min_max()
+    (max, -min) of the finite inputs (``source``'s when given); one pass over a."""
+    if source is None:
+        if spec.mode == "rms":
+            return finite_top_rms(a)
+        lo, hi = finite_min_max(a)
+        return hi, -lo
+    lo, hi = source.finite_min_max()
     if spec.mode == "rms":
         top = max(hi, -lo)
-        return top, finite_rms(a, top) if source is None else source.finite_rms(top)
+        return top, source.finite_rms(top)
     return hi, -lo
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pycodecs
 
 REDUCIBLE = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -52,40 +53,33 @@ def chunk_bounds(count: int, parts: int) -> list[tuple[int, int]]:
 
 
 def finite_min_max(a: np.ndarray) -> tuple[float, float]:
-    """Min and max over the finite values of a; (0, 0) if there are none."""
-    if a.size == 0:
-        return 0.0, 0.0
-    lo, hi = float(np.min(a)), float(np.max(a))
-    if np.isfinite(lo) and np.isfinite(hi):
-        return lo, hi
-    finite = a[np.isfinite(a)]
-    return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    """Min and max over the finite values of a; (0, 0) if there are none (one C pass)."""
+    got = pycodecs.finite_stats(a, 0.0)
+    return got.min, got.max
 
 
-#: Elements per float64 slice when summing squares (a bounded scratch).
-RMS_CHUNK = 1 << 16
+def all_finite(a: np.ndarray) -> bool:
+    """Whether a (float32 or float64) holds neither NaN nor +-Inf (one C pass)."""
+    return pycodecs.finite_stats(a, 0.0).nonfinite == 0
 
 
-def _sum_squares(x: np.ndarray) -> float:
-    # einsum, not np.dot: BLAS runs a dot this size on a thread per core in every rank, and
-    # 4 ranks on 2 cores took 96 ms for 3 MB instead of 3 (BENCHMARKS.md, FSDP2).
-    return float(np.einsum("i,i->", x, x))
+def finite_top_rms(a: np.ndarray) -> tuple[float, float]:
+    """(max |x|, sqrt(mean(x^2))) over the finite values of a, squares summed in float64; 0s
+    if there are none. One C pass; a second, scaled by the largest |x|, only where the sum of
+    squares of float64 data leaves the normal doubles (beyond 1e308, or below 2e-308)."""
+    got = pycodecs.finite_stats(a)
+    top, finite = max(got.max, -got.min), a.size - got.nonfinite
+    if top == 0 or not finite:
+        return top, 0.0
+    if NORMAL_SUM <= got.sum_squares < math.inf:
+        return top, math.sqrt(got.sum_squares / finite)
+    scaled = pycodecs.finite_stats(a, min(1.0 / top, MAX_SCALE))
+    return top, math.sqrt(scaled.sum_squares / finite) / min(1.0 / top, MAX_SCALE)
 
 
-def finite_rms(a: np.ndarray, top: float) -> float:
-    """sqrt(mean(a^2)) in float64 over the finite values of a, whose largest magnitude is
-    top; 0 if there are none."""
-    flat = a.reshape(-1)
-    if flat.size == 0 or top == 0:
-        return 0.0
-    sum2 = 0.0
-    for i in range(0, flat.size, RMS_CHUNK):
-        part = flat[i : i + RMS_CHUNK].astype(np.float64)
-        sum2 += _sum_squares(part)
-    if np.isfinite(sum2):
-        return math.sqrt(sum2 / flat.size)
-    finite = flat[np.isfinite(flat)].astype(np.float64) / top  # NaN/Inf, or an overflow
-    return top * math.sqrt(_sum_squares(finite) / max(finite.size, 1))
+#: Below this a float64 sum of squares has lost precision to underflow (the smallest normal).
+NORMAL_SUM = float(np.finfo(np.float64).tiny)
+MAX_SCALE = 2.0**1000
 
 
 OPS = ("sum", "mean")

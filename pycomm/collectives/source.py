@@ -18,7 +18,7 @@ class Source(Protocol):
 
     def finite_rms(self, top: float) -> float:
         """Root-mean-square over the finite values, whose largest magnitude is top (as
-        ``finite_rms``)."""
+        ``buffers.finite_top_rms``)."""
 
     def frame(self, lo: int, hi: int, kw: dict, ef: bool) -> bytearray:
         """The frame ``pycodecs.compress(**kw)`` makes of values [lo, hi) (``compress_ef``

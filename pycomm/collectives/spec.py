@@ -23,7 +23,7 @@ class CodecSpec:
     read them as attributes (``spec.error_bound``). Immutable, hashable and picklable.
     """
 
-    __slots__ = ("codec", "_options")
+    __slots__ = ("codec", "_options", "_by_name")
 
     def __init__(self, codec: str = "none", **options: Any) -> None:
         unknown = options.keys() - OPTIONS.keys()
@@ -40,10 +40,11 @@ class CodecSpec:
             params_from(codec, "float32", merged)  # every option checked now, not mid-call
         object.__setattr__(self, "codec", codec)
         object.__setattr__(self, "_options", tuple(merged.items()))
+        object.__setattr__(self, "_by_name", merged)  # attribute reads, per call
 
     def __getattr__(self, name: str) -> Any:
         if name in OPTIONS:
-            return dict(self._options)[name]
+            return self._by_name[name]
         raise AttributeError(f"CodecSpec has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:

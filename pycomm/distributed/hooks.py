@@ -28,6 +28,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 import pycomm
+from pycomm.collectives.buffers import all_finite
 from pycomm.distributed import staging
 
 WIDE = (torch.float32, torch.float64)
@@ -242,7 +243,7 @@ def _allreduce_bucket(
     def finish(req: pycomm.Request) -> None:
         try:
             req.wait()
-            if not _all_finite(x):
+            if not all_finite(x):
                 state.stats.nonfinite += 1
                 if residual is not None:
                     residual.reset()
@@ -266,8 +267,3 @@ def _allreduce_bucket(
     if bucket.is_last():
         state.iteration += 1
     return fut
-
-
-def _all_finite(x: np.ndarray) -> bool:
-    """Whether x holds neither NaN nor ±Inf (min and max propagate NaN; no temporary)."""
-    return x.size == 0 or bool(np.isfinite(x.min()) and np.isfinite(x.max()))

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from pycomm.train.loop import WARMUP_STEPS_UNTIMED
+from pycomm.train.report import run_label
 
 PARTS = (
     ("compute", "computation", "#4c72b0"),
@@ -23,7 +24,7 @@ PARTS = (
     ("comm_fsdp_ag", "FSDP all-gather", "#8fd175"),
     ("wait", "pipeline bubble", "#bbbbbb"),
 )
-STYLES = {"baseline": ("#555555", "uncompressed"), "compressed": ("#c44e52", "compressed")}
+COLORS = {"uncompressed": "#555555", "compressed": "#c44e52", "auto": "#dd8452"}
 
 
 NO_MATPLOTLIB = (
@@ -53,7 +54,8 @@ def plot_runs(runs: list[dict], path: Path) -> None:
         1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]}
     )
     for run in runs:
-        color, label = STYLES.get(run["name"], ("#4c72b0", run["name"]))
+        label = run_label(run)
+        color = COLORS[label]
         loss = np.asarray(run["train_loss"])
         steps = np.arange(1, loss.size + 1)
         ax_loss.plot(steps, loss, color=color, alpha=0.25, lw=0.8)
@@ -67,7 +69,7 @@ def plot_runs(runs: list[dict], path: Path) -> None:
     ax_loss.legend()
     ax_loss.grid(alpha=0.3)
 
-    names = [STYLES.get(r["name"], (None, r["name"]))[1] for r in runs]
+    names = [run_label(r) for r in runs]
     bottom = np.zeros(len(runs))
     for key, label, color in PARTS:
         ms = np.array(

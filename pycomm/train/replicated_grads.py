@@ -20,6 +20,7 @@ from mpi4py import MPI
 from torch import nn
 
 import pycomm
+from pycomm.collectives.buffers import all_finite
 from pycomm.train.guard import ErrorSample
 from pycomm.train.meters import OpMeter
 
@@ -61,7 +62,7 @@ class ReplicatedGradients:
         residual = self.residual if spec.compressed and self.error_feedback else None
         stats = pycomm.CommStats()
         pycomm.allreduce(x, self.comm, spec, out=x, op="mean", residual=residual, stats=stats)
-        if residual is not None and not np.isfinite(x).all():
+        if residual is not None and not all_finite(x):
             residual.fill(0)  # nothing of a non-finite step is carried into the next
         offset = 0
         for p in self.params:

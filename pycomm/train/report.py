@@ -113,6 +113,15 @@ def operator_table(run: dict) -> str:
     return "\n".join(lines)
 
 
+def run_label(run: dict) -> str:
+    """What tables and plots call a run: "uncompressed", "auto" (every compressed stream
+    with codec="auto": the codec chosen per message) or "compressed"."""
+    used = [c for c in run["codecs"].values() if c != "none"]
+    if not used:
+        return "uncompressed"
+    return "auto" if all(c.startswith("auto") for c in used) else "compressed"
+
+
 def comparison(baseline: dict, compressed: dict) -> dict:
     b, c = baseline, compressed
     return {
@@ -128,7 +137,7 @@ def comparison(baseline: dict, compressed: dict) -> dict:
     }
 
 
-def comparison_text(cmp: dict) -> str:
+def comparison_text(cmp: dict, label: str = "compressed") -> str:
     rows = [
         ("step time (ms)", *cmp["step_ms"], ""),
         ("communication (ms/step)", *cmp["comm_ms"], _change(cmp["comm_removed"])),
@@ -139,7 +148,7 @@ def comparison_text(cmp: dict) -> str:
         ),
         ("final validation loss", *cmp["final_val"], f"{100 * cmp['val_gap']:+.2f}%"),
     ]
-    out = [f"{'':<26}{'baseline':>12}{'compressed':>12}", "-" * 62]
+    out = [f"{'':<26}{'baseline':>12}{label:>12}", "-" * 62]
     out += [f"{r[0]:<26}{r[1]:>12.3f}{r[2]:>12.3f}  {r[3]}" for r in rows]
     out.append(
         f"(uncompressed communication is {100 * cmp['comm_share_baseline']:.0f}% of "
@@ -160,8 +169,8 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
         parts.append(guard_table(run))
     cmp = None
     if len(runs) == 2:
-        cmp = comparison(runs[0], runs[1])
-        parts.append("\n== compressed against baseline\n" + comparison_text(cmp))
+        cmp, label = comparison(runs[0], runs[1]), run_label(runs[1])
+        parts.append(f"\n== {label} against baseline\n" + comparison_text(cmp, label))
     text = "\n".join(parts) + "\n"
     (out / "summary.txt").write_text(text)
     metrics = {"args": args_dict, "runs": runs, "comparison": cmp}

@@ -247,3 +247,81 @@ def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike) -> None:
         acc = acc + x  # float32 sums, as MPI's
     err = np.abs(acc.astype(np.float64) - xs.astype(np.float64).sum(0)).max()
     assert err <= bound * rms
+
+
+# -- kept decisions: what a call skips, and when it may not --
+
+
+class TwoRanks:
+    def Get_size(self) -> int:  # noqa: N802 (mpi4py's name)
+        return 2
+
+
+def lone_engine(bytes_per_s: float):
+    """An engine of a 2-rank link pinned at bytes_per_s whose agreement is this rank's own
+    values (what two ranks with the same data and figures would agree)."""
+    from mpi4py import MPI
+
+    from pycomm.collectives.engine import Engine
+
+    eng = Engine(MPI.COMM_SELF)
+    eng.link = Link(2)
+    eng.link.pin(50e-6, bytes_per_s)
+    eng.agree = lambda what, settings, maxima=(): np.asarray(maxima, dtype=float)
+    return eng
+
+
+def decide(eng, x: np.ndarray, contract: str):
+    from pycomm.collectives import auto
+
+    return auto.agreed_choice(
+        eng, TwoRanks(), x, make_spec(contract), "mean", "allreduce", "auto", False, ef=False,
+        algorithm_of=lambda spec: "ring",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("contract", ["auto:rel:1e-3", "auto:rel:3e-2", "auto:abs:1e-2"])
+def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) -> None:
+    from pycomm.collectives import auto
+
+    eng = lone_engine(125e6)  # 1 Gbit/s: compressing pays
+    full = []
+    real = auto.local_figures
+    monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
+    x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
+    first = decide(eng, x, contract)
+    assert first.name != "raw" and len(full) == 1
+    for _ in range(auto.REFRESH):
+        assert decide(eng, x, contract) == first
+    assert len(full) == 1
+    decide(eng, x, contract)
+    assert len(full) == 2, "a kept decision was never made again in full"
+
+
+@pytest.mark.parametrize("contract, wide", [("auto:rel:1e-3", True), ("auto:rel:3e-2", False)])
+def test_a_kept_decision_the_data_no_longer_prove_gives_way_to_raw(contract, wide) -> None:
+    eng = lone_engine(125e6)
+    x = np.random.default_rng(2).standard_normal(1 << 18).astype(np.float32)
+    first = decide(eng, x, contract)
+    assert first.name != "raw"
+    # An offset of 1e6 leaves a range that neither ebq's grid nor a cast can keep (nor fp16
+    # at all): raw, summed in float64 where float32's roundings could exceed the bound, then
+    # a full decision on the next call.
+    shifted = decide(eng, x + np.float32(1e6), contract)
+    assert shifted.name == "raw" and (shifted.spec.codec == "ebq") == wide
+    assert decide(eng, x, contract) == first
+
+
+def test_one_rank_takes_raw_without_statistics(monkeypatch) -> None:
+    from mpi4py import MPI
+
+    from pycomm.collectives import auto, bound
+    from pycomm.collectives.engine import Engine
+
+    monkeypatch.setattr(bound, "local_statistics", lambda *a: pytest.fail("a data pass"))
+    x = np.ones(1000, np.float32)
+    got = auto.agreed_choice(
+        Engine(MPI.COMM_SELF), MPI.COMM_SELF, x, make_spec("auto:rel:1e-3"), "sum",
+        "allreduce", ef=False, algorithm_of=lambda spec: "ring",
+    )  # fmt: skip
+    assert got.name == "raw" and got.spec.codec == "none"
