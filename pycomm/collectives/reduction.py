@@ -31,7 +31,7 @@ from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.feedback import ErrorFeedback
 from pycomm.collectives.plan import Plan, check_algorithm, first_frames, make, run_segments
 from pycomm.collectives.requests import Request
-from pycomm.collectives.ring import Ring, host_framer
+from pycomm.collectives.ring import Framer, Ring, host_framer
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
@@ -265,16 +265,13 @@ def _reduce_scatter(
         res[...] = full[rank * m : (rank + 1) * m]
         stats.frame_bytes += a.nbytes
     elif spec.caps.exact_sum:
-        # The ring leaves chunk (r + 1) % N on rank r: rotate the blocks so that it is block r.
-        rotated, rotated_err = _rotate(a, m), None if err is None else _rotate(err, m)
         ring = Ring(eng, comm, kw, stats)
-        frames = first_frames(ring, rotated.size, host_framer(rotated, rotated_err, kw), stats)
-        if err is not None:
-            err[...] = np.roll(rotated_err, -m)
-        pycodecs.decompress(ring.reduce_scatter(frames, rotated), out=res)
+        frames = first_frames(ring, a.size, _block_framer(a, err, m, kw), stats)
+        pycodecs.decompress(ring.reduce_scatter(frames, a), out=res)
     else:
         two = TwoPhase(eng, comm, kw, stats)
-        res[...] = two.reduce_scatter(first_frames(two, a.size, host_framer(a, err, kw), stats), a)
+        frames = first_frames(two, a.size, host_framer(a, err, kw), stats)
+        two.reduce_scatter(frames, a, out=res)
     if kw is not None and op == "mean":
         np.divide(res, size, out=res)
     stats.calls += 1
@@ -283,9 +280,16 @@ def _reduce_scatter(
     return res
 
 
-def _rotate(a: np.ndarray, m: int) -> np.ndarray:
-    """Blocks of m moved one place on (a copy): the ring leaves block r + 1 on rank r."""
-    return np.roll(a, m) if a.size > m else a
+def _block_framer(a: np.ndarray, err: np.ndarray | None, m: int, kw: dict) -> Framer:
+    """The ring's framer over a's blocks of m, taken one place on: the ring leaves chunk
+    r + 1 on rank r, so its chunk c is block c - 1 (read, and its residual updated, in place)."""
+    frame = host_framer(a, err, kw)
+
+    def shifted(lo: int, hi: int, ef: bool) -> bytearray:
+        start = (lo - m) % a.size
+        return frame(start, start + hi - lo, ef)
+
+    return shifted
 
 
 def plain_allreduce(

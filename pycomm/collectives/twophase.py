@@ -46,8 +46,11 @@ class TwoPhase:
         """Step 1: every chunk's frame, with the worker's error feedback."""
         return [frame(lo, hi, True) for lo, hi in chunk_bounds(count, self.size)]
 
-    def reduce_scatter(self, frames: list, part: np.ndarray) -> np.ndarray:
-        """Step 2's first half: the sum of this rank's chunk over all ranks, decoded."""
+    def reduce_scatter(
+        self, frames: list, part: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Step 2's first half: the sum of this rank's chunk over all ranks, decoded (into
+        ``out`` when given)."""
         size, rank, comm, eng = self.size, self.rank, self.comm, self.eng
         lo, hi = chunk_bounds(part.size, size)[rank]
         reqs = []
@@ -61,7 +64,8 @@ class TwoPhase:
             src = (rank - k) % size
             mine[src] = recv_frame(eng, comm, src, SCATTER_TAG, expect, self.stats)
         eng.wait(reqs, "two-phase reduce-scatter sends")
-        total = np.zeros(hi - lo, part.dtype)
+        total = np.zeros(hi - lo, part.dtype) if out is None else out
+        total[...] = 0
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate, by policy
             for src in range(size):  # rank order: one sum on whichever rank computes it
                 pycodecs.decompress_add(mine[src], out=total)
