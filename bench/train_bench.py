@@ -2,12 +2,14 @@
 
     python bench/train_bench.py                 # presets bench and bench-dp, full and 1 Gbit/s
     python bench/train_bench.py --presets bench --rates 1gbit --steps 40 -- --width 384
-    python bench/train_bench.py --presets bench-fsdp --rates 1gbit   # FSDP2 (issue 15)
+    python bench/train_bench.py --presets bench-fsdp --rates 1gbit,1gbit-links   # FSDP2
 
 Each network runs ``python -m pycomm.train --baseline --compress`` on ``--ranks`` ranks (the
 uncompressed run first, same seed and data), full speed under plain ``mpiexec``, a rate under
-``bench/slow_net.sh RATE N`` (MPICH on TCP inside a namespace whose loopback is limited; needs
-root). Options after ``--`` go to pycomm.train. Prints, per network: step time, communication
+``bench/slow_net.sh RATE N`` (MPICH on TCP inside a namespace whose loopback is limited: one
+link shared by every rank), a rate named ``RATE-links`` under ``bench/slow_net.sh --links N
+RATE N`` (every rank its own namespace and its own link of that rate into a switch); both need
+root. Options after ``--`` go to pycomm.train. Prints, per network: step time, communication
 time (every operator, codec time included, the pipeline bubble not) beside the time the
 baseline's bytes would need at the link rate, wire bytes, the share of the step, the final
 validation loss, and the training time to reach the target validation loss (the baseline's
@@ -29,7 +31,12 @@ ROOT = HERE.parent
 RATE_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 
 
+LINKS = "-links"
+
+
 def rate_bytes_per_s(rate: str) -> float | None:
+    """The link rate of a network name, in bytes per second (None: full speed)."""
+    rate = rate.removesuffix(LINKS)
     for unit, scale in RATE_UNITS.items():
         if rate.endswith(unit):
             return float(rate[: -len(unit)]) * scale / 8
@@ -52,6 +59,9 @@ def run_network(rate: str, ranks: int, out: Path, train_args: list[str]) -> dict
     ]
     if rate == "full":
         cmd = [str(Path(python).parent / "mpiexec"), "-n", str(ranks), *job]
+    elif rate.endswith(LINKS):
+        cmd = [str(HERE / "slow_net.sh"), "--links", str(ranks), rate.removesuffix(LINKS)]
+        cmd += [str(ranks), *job]
     else:
         cmd = [str(HERE / "slow_net.sh"), rate, str(ranks), *job]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
@@ -80,11 +90,15 @@ def time_to_loss(run: dict, target: float) -> float | None:
     return None
 
 
-def summary_rows(rate: str, metrics: dict, full_step_ms: float | None) -> list[list[str]]:
+def summary_rows(
+    rate: str, metrics: dict, full_step_ms: float | None, ranks: int
+) -> list[list[str]]:
     """Rows of the bench table for one network (``full_step_ms``: the full-speed baseline's)."""
     base, comp = metrics["runs"]
     target = base["final_val"] * 1.01
     link = rate_bytes_per_s(rate)
+    if link and rate.endswith(LINKS):
+        link *= ranks  # every rank sends its share over its own link
     rows, cost = [], {}
     for run in (base, comp):
         n = run["timed_steps"]
@@ -100,7 +114,7 @@ def summary_rows(rate: str, metrics: dict, full_step_ms: float | None) -> list[l
                 run["name"],
                 f"{step_ms:.0f}",
                 f"{comm_ms:.0f}",
-                f"{1e3 * wire / link:.0f}" if link else "-",  # all ranks share one emulated link
+                f"{1e3 * wire / link:.0f}" if link else "-",
                 f"{100 * comm_ms / step_ms:.0f}%",
                 f"{wait_ms:.0f}",
                 "-" if cost[run["name"]] is None else f"{cost[run['name']]:.0f}",
@@ -147,7 +161,8 @@ HEAD = [
 LEGEND = """\
 step ms: wall time per step (mean over ranks, first step left out); comm ms: time the training
 threads spent in TP + PP + DP (DDP or FSDP) communication per step, codec included, pipeline
-wait not; link ms: those wire bytes at the link rate (all ranks share the one emulated link);
+wait not; link ms: those wire bytes at the link rate (RATE: all ranks share the one emulated
+link; RATE-links: each rank's share over its own link);
 wait ms: time a stage waited for its neighbour to send (the pipeline bubble, and the
 neighbour's own communication); net ms: step time above the full-speed baseline's (what the
 network costs); s to target: training seconds until the validation loss is within 1% of the
@@ -172,7 +187,7 @@ def bench_config(
         if rate == "full":
             base = metrics["runs"][0]
             full_step_ms = 1e3 * base["timed_s"] / base["timed_steps"]
-        rows += summary_rows(rate, metrics, full_step_ms)
+        rows += summary_rows(rate, metrics, full_step_ms, ranks)
         tables.append(f"== {name}, {rate}\n" + (out / rate / "summary.txt").read_text())
     return f"== {name}: {' '.join(train_args)}\n" + format_table(rows), "\n".join(tables)
 

@@ -4,11 +4,10 @@
 ``exact_sum``: frames on one grid add exactly in the index domain (``ebq_add``), so a ring
 reduces without compressing again and the bound of a sum is the sum of the bounds;
 ``lossless``: decoding gives the input back bit for bit; ``error_feedback``: ``compress_ef``
-takes a residual; ``fixed_size``: a frame's size follows from the count, dtype and options
-alone (``compress_bound`` is then the size of every frame), so every rank knows the bytes an
-exchange will move before any is made. ``OPTIONS`` are the keyword options every compressing
-call takes, with their defaults (``pycodecs.compress``), written once here for every layer
-above.
+takes a residual; ``fixed_size``: every frame of n > 0 elements is exactly ``compress_bound``
+bytes (the payload size follows from the count and the options, FORMAT.md), so a receiver
+knows it beforehand. ``OPTIONS`` are the keyword options every compressing call takes, with
+their defaults (``pycodecs.compress``), written once here for every layer above.
 """
 
 from __future__ import annotations
@@ -24,10 +23,10 @@ class Capabilities:
     exact_sum: bool
     lossless: bool
     error_feedback: bool = True
-    fixed_size: bool = True
+    fixed_size: bool = False
 
 
-_QUANTIZER = Capabilities(bounded=False, exact_sum=False, lossless=False)
+_QUANTIZER = Capabilities(bounded=False, exact_sum=False, lossless=False, fixed_size=True)
 
 CAPABILITIES: dict[str, Capabilities] = {
     "raw": Capabilities(bounded=True, exact_sum=False, lossless=True),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pycodecs
 from mpi4py import MPI
+from pycodecs.capabilities import CAPABILITIES
 
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.stats import CommStats
@@ -34,6 +35,11 @@ class Expect:
     @property
     def codec(self) -> str:
         return self.kw["codec"]
+
+    @property
+    def fixed_size(self) -> bool:
+        """Whether every such frame is exactly ``max_size()`` bytes (quantizers, count > 0)."""
+        return CAPABILITIES[self.codec].fixed_size and self.count > 0
 
     def max_size(self) -> int:
         """The largest frame of this codec, dtype and count (the receive cap)."""
@@ -118,8 +124,9 @@ def allgather_frames(
 ) -> list[memoryview]:
     """Every rank's frame, in rank order, on every rank; rank r's is checked against expect[r].
 
-    On 2 ranks one exchange (send mine, probe and receive the peer's), else the sizes, then the
-    frames (``Allgatherv``): two rounds. stats counts this rank's frame as sent to each of the
+    On 2 ranks one exchange (send mine, probe and receive the peer's); else the frames
+    (``Allgatherv``) after their sizes, one round more, unless every frame's size is fixed by
+    its codec and count (quantizers). stats counts this rank's frame as sent to each of the
     others and their frames as received.
     """
     size, rank = comm.Get_size(), comm.Get_rank()
@@ -132,15 +139,12 @@ def allgather_frames(
         theirs = recv_frame(eng, comm, peer, GATHER_TAG, expect[peer], stats)
         eng.wait([req], f"send to rank {peer}")
         return [mine, memoryview(theirs)] if rank == 0 else [memoryview(theirs), mine]
-    sizes = np.empty(size, dtype=np.int64)
-    mine_size = np.array([mine.nbytes], dtype=np.int64)
-    eng.wait([comm.Iallgather(mine_size, sizes)], "allgather of frame sizes")
-    for r, (n, e) in enumerate(zip(sizes, expect, strict=True)):
-        if not 0 <= n <= e.max_size():
-            raise SettingsMismatchError(
-                f"pycomm: rank {r} announced a frame of {n} bytes, not a {e.codec} frame of "
-                f"{e.count} {e.dtype}"
-            )
+    if all(e.fixed_size for e in expect):
+        sizes = np.array([e.max_size() for e in expect], dtype=np.int64)
+        if sizes[rank] != mine.nbytes:  # the codec broke FORMAT.md's size rule
+            raise RuntimeError(f"pycomm: a {expect[rank].codec} frame of {mine.nbytes} bytes")
+    else:
+        sizes = _frame_sizes(eng, comm, mine.nbytes, expect)
     displs = np.zeros(size, dtype=np.int64)
     np.cumsum(sizes[:-1], out=displs[1:])
     gathered = bytearray(int(sizes.sum()))
@@ -153,3 +157,16 @@ def allgather_frames(
     for r, (f, e) in enumerate(zip(frames, expect, strict=True)):
         e.check(f, f"rank {r}")
     return frames
+
+
+def _frame_sizes(eng: Engine, comm: MPI.Comm, mine: int, expect: list[Expect]) -> np.ndarray:
+    """Every rank's frame size (one allgather), each within what its codec can make."""
+    sizes = np.empty(comm.Get_size(), dtype=np.int64)
+    eng.wait([comm.Iallgather(np.array([mine], dtype=np.int64), sizes)], "allgather of sizes")
+    for r, (n, e) in enumerate(zip(sizes, expect, strict=True)):
+        if not 0 <= n <= e.max_size():
+            raise SettingsMismatchError(
+                f"pycomm: rank {r} announced a frame of {n} bytes, not a {e.codec} frame of "
+                f"{e.count} {e.dtype}"
+            )
+    return sizes

@@ -274,7 +274,8 @@ def _reduce_scatter(
         pycodecs.decompress(ring.reduce_scatter(frames, a), out=res)
     else:
         two = TwoPhase(eng, comm, kw, stats)
-        res[...] = two.reduce_scatter(first_frames(two, a.size, host_framer(a, err, kw), stats), a)
+        frames = first_frames(two, a.size, host_framer(a, err, kw), stats)
+        two.reduce_scatter(frames, a, out=res)
     if kw is not None and op == "mean":
         np.divide(res, size, out=res)
     stats.calls += 1

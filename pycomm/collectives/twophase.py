@@ -44,12 +44,16 @@ class TwoPhase:
         """Step 1: every chunk's frame, with the worker's error feedback."""
         return [frame(lo, hi, True) for lo, hi in chunk_bounds(count, self.size)]
 
-    def reduce_scatter(self, frames: list, part: np.ndarray) -> np.ndarray:
-        """Step 2's first half: the sum of this rank's chunk over all ranks, decoded."""
+    def reduce_scatter(
+        self, frames: list, part: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Step 2's first half: the sum of this rank's chunk over all ranks, decoded (into
+        ``out`` when given)."""
         lo, hi = chunk_bounds(part.size, self.size)[self.rank]
         expect = Expect(self.kw, part.dtype.name, hi - lo)
         mine = scatter_frames(self.eng, self.comm, frames, expect, self.stats)
-        total = np.zeros(hi - lo, part.dtype)
+        total = np.zeros(hi - lo, part.dtype) if out is None else out
+        total[...] = 0
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate, by policy
             for f in mine:  # rank order: one sum on whichever rank computes it
                 pycodecs.decompress_add(f, out=total)

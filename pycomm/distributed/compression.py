@@ -209,6 +209,22 @@ def _host_float(t: torch.Tensor) -> np.ndarray:
     return t.contiguous().numpy()
 
 
+_NUMPY = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+
+
+def _direct(out: torch.Tensor, dtype: np.dtype) -> np.ndarray | None:
+    """out's own memory as a flat numpy array when a collective can decode straight into it
+    (a contiguous CPU tensor of the working dtype), else None: a temporary, copied at the end."""
+    if out.dtype not in _NUMPY or _NUMPY[out.dtype] != dtype or out.numel() == 0:
+        return None
+    return out.detach().view(-1).numpy() if out.is_contiguous() and out.is_cpu else None
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    lo, hi = a.data_ptr(), a.data_ptr() + a.numel() * a.element_size()
+    return b.data_ptr() < hi and lo < b.data_ptr() + b.numel() * b.element_size()
+
+
 def _write(out: torch.Tensor, values: np.ndarray) -> None:
     out.copy_(torch.from_numpy(values).view(out.shape))
 
@@ -220,7 +236,10 @@ def reduce_scatter_job(
     policy: Compression, spec: CodecSpec, eng: Engine, out: torch.Tensor, x: torch.Tensor, op: Any
 ) -> Job:
     a = _host_float(x)
-    res = np.empty(out.numel(), a.dtype)
+    # Decoding into out even where it overlaps x is safe: x is read whole (compressed, or
+    # summed uncompressed into a temporary) before anything is written.
+    direct = _direct(out, a.dtype)
+    res = np.empty(out.numel(), a.dtype) if direct is None else direct
     residual = (
         policy.residual_for("reduce_scatter", a) if spec.caps.exact_sum or spec.auto else None
     )
@@ -229,7 +248,8 @@ def reduce_scatter_job(
     def job(comm: MPI.Comm) -> None:
         stats = policy.stats["reduce_scatter"]
         _reduce_scatter(eng, comm, a, spec, op=how, out=res, residual=residual, stats=stats)
-        _write(out, res)
+        if direct is None:
+            _write(out, res)
 
     return job
 
@@ -237,12 +257,16 @@ def reduce_scatter_job(
 def all_gather_job(
     policy: Compression, spec: CodecSpec, eng: Engine, out: torch.Tensor, x: torch.Tensor
 ) -> Job:
-    a = _host_float(x).copy()  # x may be this rank's block of out (FSDP2 gathers in place)
-    res = np.empty(out.numel(), a.dtype)
+    a = _host_float(x)
+    direct = _direct(out, a.dtype)
+    res = np.empty(out.numel(), a.dtype) if direct is None else direct
+    if a.ctypes.data == x.data_ptr() and _overlap(x, out):
+        a = a.copy()  # x is this rank's block of out (FSDP2 gathers in place); MPI may not alias
 
     def job(comm: MPI.Comm) -> None:
         _allgather(eng, comm, a, spec, out=res, stats=policy.stats["all_gather"])
-        _write(out, res)
+        if direct is None:
+            _write(out, res)
 
     return job
 

@@ -142,6 +142,32 @@ assert run("state_dict") == straight, "residuals lost through state_dict"
 assert run("pickle") == straight, "residuals lost through pickle"
 assert run("fresh") != straight, "the residuals made no difference"
 
+
+# 4. The group's compressed calls give pycomm's own bits, decoded straight into out: the input
+# out's own block (FSDP2 gathers in place) or apart from it, float32 or bfloat16.
+pol = set_compression(GROUP, policy())
+pol.error_feedback = False
+n = 512
+shard = torch.randn(n, generator=torch.Generator().manual_seed(RANK))
+want = torch.from_numpy(pycomm.allgather(shard.numpy(), GROUP.comm, pol.all_gather).reshape(-1))
+out = torch.empty(n * SIZE)
+block = out[RANK * n : (RANK + 1) * n]
+block.copy_(shard)
+dist.all_gather_into_tensor(out, block, group=GROUP)
+apart = torch.empty(n * SIZE)
+dist.all_gather_into_tensor(apart, shard, group=GROUP)
+assert torch.equal(out, want) and torch.equal(apart, want), "all_gather differs from pycomm's"
+half = torch.empty(n * SIZE, dtype=torch.bfloat16)
+dist.all_gather_into_tensor(half, shard.bfloat16(), group=GROUP)
+wide = shard.bfloat16().float().numpy()
+want = torch.from_numpy(pycomm.allgather(wide, GROUP.comm, pol.all_gather).reshape(-1))
+assert torch.equal(half, want.bfloat16()), "bfloat16 all_gather differs from pycomm's"
+grads = torch.randn(n * SIZE, generator=torch.Generator().manual_seed(10 + RANK))
+out = torch.empty(n)
+dist.reduce_scatter_tensor(out, grads, group=GROUP)
+want = pycomm.reduce_scatter(grads.numpy(), GROUP.comm, pol.reduce_scatter)
+assert torch.equal(out, torch.from_numpy(want)), "reduce_scatter differs from pycomm's"
+
 set_compression(GROUP)
 if RANK == 0:
     print(f"compressed loss {compressed:.5f}, exact {exact:.5f} ({gap:.2%})", flush=True)

@@ -98,6 +98,12 @@ def check_reduce_scatter() -> None:
         assert max_error(y, exact) <= bound, f"reduce_scatter {codec}"
         req = pycomm.ireduce_scatter(x, codec=codec, op="sum", **kw)
         assert np.array_equal(req.wait(timeout=60), y)
+    # A quantizer takes the two-phase exchange's first half, its block decoded into out.
+    out = np.full(m, np.nan, np.float32)
+    y = pycomm.reduce_scatter(x, codec="int8", out=out)
+    inputs = everyone(x).astype(np.float64)  # int8: each rank off by its block's max / 254
+    exact = inputs.sum(0)[RANK * m : (RANK + 1) * m]
+    assert np.shares_memory(y, out) and max_error(out, exact) <= SIZE * np.abs(inputs).max() / 250
     # Error feedback: what T steps deliver is T times the sum, less what the ranks still hold.
     residual, total, steps = np.zeros_like(x), np.zeros(m), 5
     for _ in range(steps):
