@@ -54,7 +54,7 @@ def choose(
     from 2 ranks when each rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements (exact
     index sums: no second compression, 1/N of the gathered path's index additions; its frame
     bytes depend on the data, unknown before the call); for codecs whose frames have a fixed
-    size (quantizers, raw), whichever of ``twophase`` and ``allgather`` costs less in
+    size (the quantizers), whichever of ``twophase`` and ``allgather`` costs less in
     ``exchange_cost`` (bytes sent plus ``MESSAGE_BYTES`` per message; a tie takes
     ``allgather``); else ``allgather`` (one allgather of whole frames: fewest rounds).
     """

@@ -4,12 +4,13 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pycodecs.capabilities import CAPABILITIES
 
 from pycomm.collectives import plan
 from pycomm.collectives.plan import MIN_CHUNK_COUNT, choose, exchange, exchange_cost
 from pycomm.collectives.spec import make_spec
 
-FIXED = ["raw", "fp16", "bf16", "int8", "int4", "sign", "qsgd", "topk"]
+FIXED = [name for name, caps in CAPABILITIES.items() if caps.fixed_size]  # the quantizers
 BUCKET = 3_250_000  # the DDP bench's bucket (BENCHMARKS, "Compression at scale")
 HOOK_SEGMENT = 1 << 19
 
