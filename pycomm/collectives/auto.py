@@ -135,7 +135,8 @@ def local_figures(eng: Engine, key: int | None = None) -> Figures:
     # A compressed call costs at least what a raw call does beyond the model (its path has
     # all of raw's), measured or not.
     over = [raw, *(max(raw, quantile(seen.overheads[k], raw)) for k in ("ebq", "cast"))]
-    return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense, *over)
+    bound = eng.link.per_byte_bound()
+    return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense, *over, bound)
 
 
 def agreed_choice(
@@ -195,8 +196,8 @@ def agreed_choice(
     fig = seen.agreed = Figures.from_agreed(v[2:])
     entry.since, entry.kept = 0, None
     levels = {name: final_kwargs(ebq_spec(spec, name), v[:2], ranks, op, a) for name in LEVELS}
-    name = choose(
-        fig,
+    pick = functools.partial(
+        choose,
         count=a.size,
         dtype=a.dtype,
         ranks=ranks,
@@ -207,9 +208,15 @@ def agreed_choice(
         casts=not ef and a.dtype == np.float32,
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )
+    name = pick(fig)
     # Kept for the next REFRESH calls once the link has been measured (a first guess kept a
-    # slow link's DDP bucket raw for 16 steps); raw only with room to spare in the bound.
-    if fig.per_byte != FIRST_SECONDS_PER_BYTE:
+    # slow link's DDP bucket raw for 16 steps), or, where it was not (a key of small
+    # messages), if raw also wins on the slowest link their transfers allow; raw only with
+    # room to spare in the bound.
+    measured = fig.per_byte != FIRST_SECONDS_PER_BYTE
+    if not measured and name == "raw" and fig.per_byte_bound > 0:
+        measured = pick(fig._replace(per_byte=fig.per_byte_bound)) == "raw"
+    if measured:
         room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
         entry.kept = name if room else None
     if name == "raw":

@@ -42,16 +42,19 @@ class Figures(NamedTuple):
     over_raw: float = 0.0
     over_ebq: float = 0.0
     over_cast: float = 0.0
+    #: seconds per byte the link is at least as fast as (``Link.per_byte_bound``; 0: none)
+    per_byte_bound: float = 0.0
 
     def agreed_vector(self) -> tuple[float, ...]:
         """The figures as the agreement's MAX reduces them: the link's negated, so that the
         agreed link is the fastest any rank measured (a rank that came early also timed its
-        wait for the last one, which is no cost of the link), the rest the slowest."""
-        return (-self[0], -self[1], *self[2:])
+        wait for the last one, which is no cost of the link), the rest the slowest. (The
+        bound's 0.0, none, then wins: no bound unless every rank has one.)"""
+        return (-self[0], -self[1], *self[2:-1], -self[-1])
 
     @classmethod
     def from_agreed(cls, v) -> Figures:
-        return cls(-float(v[0]), -float(v[1]), *map(float, v[2:]))
+        return cls(-float(v[0]), -float(v[1]), *map(float, v[2:-1]), -float(v[-1]))
 
 
 def choose_frame(

@@ -54,7 +54,7 @@ from pycomm.collectives.waits import (
 #: Maxima every agreement carries (ebq's max and -min, codec="auto"'s figures; zeros for the
 #: rest): one fixed length, so that a rank with invalid arguments (``agree_failed``) sends the
 #: same vector shape.
-AGREED_MAXIMA = 13
+AGREED_MAXIMA = 14
 
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]

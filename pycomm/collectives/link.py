@@ -11,7 +11,11 @@ which only ever make a sample slower, do not move it):
   made a shared-memory link look like 0.5 Gbit/s and auto compress there.)
 
 Before any sample the link is taken to be fast (``FIRST_*``): codec="auto" then starts
-uncompressed, and the uncompressed transfers measure the link.
+uncompressed, and the uncompressed transfers measure the link. Transfers too small to measure
+the bandwidth still bound it: their fixed costs only ever make it look slower, so
+``per_byte_bound`` (the same quantile of them) is at least the true seconds per byte. auto
+keeps a raw decision for a key whose transfers are all small only if raw would also win on a
+link that slow.
 """
 
 from __future__ import annotations
@@ -56,12 +60,13 @@ def exchange_rounds(algorithm: str, ranks: int) -> int:
 class Link:
     """Latency and seconds per byte of one communicator (an ``Engine`` holds one)."""
 
-    __slots__ = ("ranks", "_latency", "_per_byte", "_figures", "_pinned")
+    __slots__ = ("ranks", "_latency", "_per_byte", "_small", "_figures", "_pinned")
 
     def __init__(self, ranks: int) -> None:
         self.ranks = ranks
         self._latency: deque[float] = deque(maxlen=WINDOW)
         self._per_byte: deque[float] = deque(maxlen=WINDOW)
+        self._small: deque[float] = deque(maxlen=WINDOW)  # per byte of small transfers
         self._figures: tuple[float, float] | None = None  # cached until the next sample
         self._pinned: tuple[float, float] | None = None
 
@@ -74,12 +79,23 @@ class Link:
     def add_transfer(self, algorithm: str, frame_bytes: float, seconds: float) -> None:
         """An exchange of frames totalling ``frame_bytes`` took ``seconds``."""
         moved = moved_bytes(algorithm, self.ranks, frame_bytes)
-        if self.ranks < 2 or moved < MIN_SAMPLE_BYTES:
+        if self.ranks < 2 or moved <= 0:
             return
         latency = self.figures()[0]
         busy = seconds - exchange_rounds(algorithm, self.ranks) * latency
-        self._per_byte.append(max(busy, 0.05 * seconds) / moved)
-        self._figures = None
+        sample = max(busy, 0.05 * seconds) / moved
+        if moved < MIN_SAMPLE_BYTES:
+            self._small.append(sample)
+        else:
+            self._per_byte.append(sample)
+            self._figures = None
+
+    def per_byte_bound(self) -> float:
+        """Seconds per byte that the link is at least as fast as: the measured figure once
+        there is one, else what the small transfers allow (0.0 before any: no bound)."""
+        if self._pinned is not None or self._per_byte:
+            return self.figures()[1]
+        return quantile(self._small, 0.0)
 
     def figures(self) -> tuple[float, float]:
         """(latency per round in s, seconds per byte), pinned ones if ``pin`` set them."""

@@ -176,6 +176,18 @@ def test_link_skips_small_transfers_and_can_be_pinned() -> None:
         link.pin(1e-3, 0)
 
 
+def test_small_transfers_bound_the_bandwidth_without_measuring_it() -> None:
+    link = Link(2)
+    assert link.per_byte_bound() == 0.0  # no bound yet
+    for _ in range(4):
+        link.add_latency(1e-5)
+        link.add_transfer("raw", 1 << 17, 1e-5 + (1 << 17) / 4e9)
+    assert link.figures()[1] == FIRST_SECONDS_PER_BYTE  # not the bandwidth
+    assert link.per_byte_bound() == pytest.approx(1 / 4e9, rel=0.01)
+    link.add_transfer("raw", 1 << 22, (1 << 22) / 1e9)
+    assert link.per_byte_bound() == link.figures()[1] == pytest.approx(1e-9, rel=0.01)
+
+
 # -- the codec speed cache --
 
 
@@ -219,6 +231,11 @@ def test_agreement_takes_the_fastest_link_and_the_slowest_codecs() -> None:
     b = cost.Figures(2e-5, 4e-9, 3e-9, 1e-9, 2e-10, 0.7, 0.4, 0.1)
     agreed = cost.Figures.from_agreed(np.maximum(a.agreed_vector(), b.agreed_vector()))
     assert agreed == cost.Figures(1e-5, 1e-9, 3e-9, 2e-9, 2e-10, 0.8, 0.4, 0.2)
+    bounded = [f._replace(per_byte_bound=b) for f, b in ((a, 1e-9), (b, 3e-9))]
+    vectors = [f.agreed_vector() for f in bounded]
+    assert cost.Figures.from_agreed(np.maximum(*vectors)).per_byte_bound == 1e-9
+    unbounded = np.maximum(vectors[0], b.agreed_vector())  # a rank without one: none agreed
+    assert cost.Figures.from_agreed(unbounded).per_byte_bound == 0.0
 
 
 def test_measured_overhead_keeps_small_messages_raw_but_not_large_ones() -> None:
@@ -325,3 +342,29 @@ def test_one_rank_takes_raw_without_statistics(monkeypatch) -> None:
         "allreduce", ef=False, algorithm_of=lambda spec: "ring",
     )  # fmt: skip
     assert got.name == "raw" and got.spec.codec == "none"
+
+
+@pytest.mark.parametrize("bytes_per_s, kept", [(4e9, True), (20e6, False)])
+def test_small_messages_on_an_unmeasured_link_are_kept_raw_where_even_their_bound_says_raw(
+    bytes_per_s, kept, monkeypatch
+) -> None:
+    """A key of 128 KiB messages never measures the bandwidth; raw is kept for it only if it
+    also wins on the slowest link its own transfers allow."""
+    from mpi4py import MPI
+
+    from pycomm.collectives import auto
+    from pycomm.collectives.engine import Engine
+
+    eng = Engine(MPI.COMM_SELF)
+    eng.link = Link(2)
+    eng.agree = lambda what, settings, maxima=(): np.asarray(maxima, dtype=float)
+    for _ in range(8):
+        eng.link.add_latency(20e-6)
+        eng.link.add_transfer("raw", 1 << 17, 20e-6 + (1 << 17) / bytes_per_s)
+    full = []
+    real = auto.local_figures
+    monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
+    x = np.random.default_rng(3).standard_normal(1 << 15).astype(np.float32)
+    for _ in range(3):
+        assert decide(eng, x, "auto:rel:1e-3").name == "raw"  # the fast first guess
+    assert len(full) == (1 if kept else 3)
