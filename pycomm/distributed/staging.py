@@ -35,7 +35,7 @@ import torch
 import torch.distributed as dist
 
 import pycomm
-from pycomm.collectives.buffers import chunk_bounds
+from pycomm.collectives.buffers import all_finite, chunk_bounds
 from pycomm.distributed.device_source import DeviceSource, device_codec, side_stream
 
 _lock = threading.Lock()
@@ -206,7 +206,7 @@ def allreduce_bucket(
     kw = {"op": "mean", "stats": state.stats}
 
     def after() -> None:
-        if not hooks._all_finite(x):
+        if not all_finite(x):
             state.stats.nonfinite += 1
             if residual is not None:
                 _forget(residual, source if device else None)
