@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
 MAX_KEYS = 4096
 #: Calls of a key that take a settled raw before the next full decision.
 REFRESH = 16
+#: A link probe's bytes (at least ``link.MIN_SAMPLE_BYTES`` moved) and how many an engine makes.
+PROBE_BYTES, PROBES = 1 << 20, 3
 #: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
 #: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
@@ -97,9 +100,10 @@ class Observed:
     """What auto learns on one communicator: per key a ``Seen``, per codec its measured
     cost, per kind of call (raw, ebq, cast) its overhead, and the last agreed figures."""
 
-    __slots__ = ("keys", "codec_costs", "overheads", "agreed")
+    __slots__ = ("keys", "codec_costs", "overheads", "agreed", "probes")
 
     def __init__(self) -> None:
+        self.probes = 0  # link probes made (agreed decisions: the same count on every rank)
         self.keys: dict[int, Seen] = {}
         self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
         self.overheads = {kind: deque(maxlen=WINDOW) for kind in ("raw", "ebq", "cast")}
@@ -216,6 +220,9 @@ def agreed_choice(
     measured = fig.per_byte != FIRST_SECONDS_PER_BYTE
     if not measured and name == "raw" and fig.per_byte_bound > 0:
         measured = pick(fig._replace(per_byte=fig.per_byte_bound)) == "raw"
+        if not measured and seen.probes < PROBES:  # it may matter: measure the link
+            seen.probes += 1
+            _probe(eng, comm)
     if measured:
         room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
         entry.kept = name if room else None
@@ -223,6 +230,16 @@ def agreed_choice(
         return _raw(spec, top, ranks, a.dtype, limit, key)
     chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
+
+
+def _probe(eng: Engine, comm: MPI.Comm) -> None:
+    """One raw allreduce of ``PROBE_BYTES``, timed as the link's bandwidth: made where a key's
+    own transfers are too small to measure it and raw would lose at the bound they allow. Its
+    condition is agreed, so every rank makes it in the same call; the next call decides on it."""
+    buf = np.zeros(PROBE_BYTES // 4, np.float32)
+    t0 = time.perf_counter()
+    eng.wait([comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)], "codec='auto' link probe")
+    eng.link.add_transfer("raw", buf.nbytes, time.perf_counter() - t0)
 
 
 @functools.lru_cache(maxsize=256)

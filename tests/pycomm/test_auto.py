@@ -345,7 +345,7 @@ def test_one_rank_takes_raw_without_statistics(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("bytes_per_s, kept", [(4e9, True), (20e6, False)])
-def test_small_messages_on_an_unmeasured_link_are_kept_raw_where_even_their_bound_says_raw(
+def test_small_messages_on_an_unmeasured_link_keep_raw_or_probe_the_link(
     bytes_per_s, kept, monkeypatch
 ) -> None:
     """A key of 128 KiB messages never measures the bandwidth; raw is kept for it only if it
@@ -361,10 +361,12 @@ def test_small_messages_on_an_unmeasured_link_are_kept_raw_where_even_their_boun
     for _ in range(8):
         eng.link.add_latency(20e-6)
         eng.link.add_transfer("raw", 1 << 17, 20e-6 + (1 << 17) / bytes_per_s)
-    full = []
+    full, probes = [], []
     real = auto.local_figures
     monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
+    monkeypatch.setattr(auto, "_probe", lambda eng, comm: probes.append(1))
     x = np.random.default_rng(3).standard_normal(1 << 15).astype(np.float32)
-    for _ in range(3):
+    for _ in range(auto.PROBES + 2):
         assert decide(eng, x, "auto:rel:1e-3").name == "raw"  # the fast first guess
-    assert len(full) == (1 if kept else 3)
+    # where raw could lose, the link is probed (at most PROBES times) instead of kept raw
+    assert (len(full), len(probes)) == ((1, 0) if kept else (auto.PROBES + 2, auto.PROBES))
