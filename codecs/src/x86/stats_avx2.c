@@ -24,6 +24,33 @@ static void finish(const __m256d acc[4], double lo, double hi, uint64_t bad, sta
     out->bad += bad;
 }
 
+/* finish() after reducing the f32 lanes' minima and maxima (NaN lanes passed over). */
+static void finish_f32(const __m256d acc[4], const __m256 vlo[2], const __m256 vhi[2],
+                       uint64_t bad, stats_acc *out) {
+    float a[8], b[8];
+    _mm256_storeu_ps(a, _mm256_min_ps(vlo[0], vlo[1]));
+    _mm256_storeu_ps(b, _mm256_max_ps(vhi[0], vhi[1]));
+    double lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < 8; j++) {
+        if (a[j] < lo) lo = a[j];
+        if (b[j] > hi) hi = b[j];
+    }
+    finish(acc, lo, hi, bad, out);
+}
+
+/* The same for f64 lanes. */
+static void finish_f64(const __m256d acc[4], const __m256d vlo[4], const __m256d vhi[4],
+                       uint64_t bad, stats_acc *out) {
+    double a[4], b[4], lo = INFINITY, hi = -INFINITY;
+    _mm256_storeu_pd(a, min4(vlo));
+    _mm256_storeu_pd(b, max4(vhi));
+    for (int j = 0; j < 4; j++) {
+        if (a[j] < lo) lo = a[j];
+        if (b[j] > hi) hi = b[j];
+    }
+    finish(acc, lo, hi, bad, out);
+}
+
 /* The f32 body when every value is finite: min, max and squares without masks, and a check
  * (the largest magnitude's bits) that no value was NaN or Inf. Returns 0, having touched
  * nothing in out, when one was: the masked body then runs instead. */
@@ -55,15 +82,7 @@ static inline size_t fast_f32(const float *x, size_t n, double scale, int square
     _mm256_storeu_si256((__m256i *)t, top);
     for (int j = 0; j < 8; j++)
         if (t[j] >= 0x7f800000u) return 0;
-    float a[8], b[8];
-    _mm256_storeu_ps(a, _mm256_min_ps(vlo[0], vlo[1]));
-    _mm256_storeu_ps(b, _mm256_max_ps(vhi[0], vhi[1]));
-    double lo = INFINITY, hi = -INFINITY;
-    for (int j = 0; j < 8; j++) {
-        if (a[j] < lo) lo = a[j];
-        if (b[j] > hi) hi = b[j];
-    }
-    finish(acc, lo, hi, 0, out);
+    finish_f32(acc, vlo, vhi, 0, out);
     return i;
 }
 
@@ -97,15 +116,7 @@ static inline size_t body_f32(const float *x, size_t n, double scale, int square
             acc[2 * h + 1] = _mm256_add_pd(acc[2 * h + 1], _mm256_mul_pd(b, b));
         }
     }
-    float a[8], b[8];
-    _mm256_storeu_ps(a, _mm256_min_ps(vlo[0], vlo[1]));
-    _mm256_storeu_ps(b, _mm256_max_ps(vhi[0], vhi[1]));
-    double lo = INFINITY, hi = -INFINITY;
-    for (int j = 0; j < 8; j++) {
-        if (a[j] < lo) lo = a[j];
-        if (b[j] > hi) hi = b[j];
-    }
-    finish(acc, lo, hi, bad, out);
+    finish_f32(acc, vlo, vhi, bad, out);
     return i;
 }
 
@@ -132,14 +143,7 @@ static inline size_t fast_f64(const double *x, size_t n, double scale, int squar
         }
     }
     if (_mm256_movemask_pd(bad)) return 0;
-    double a[4], b[4], lo = INFINITY, hi = -INFINITY;
-    _mm256_storeu_pd(a, min4(vlo));
-    _mm256_storeu_pd(b, max4(vhi));
-    for (int j = 0; j < 4; j++) {
-        if (a[j] < lo) lo = a[j];
-        if (b[j] > hi) hi = b[j];
-    }
-    finish(acc, lo, hi, 0, out);
+    finish_f64(acc, vlo, vhi, 0, out);
     return i;
 }
 
@@ -168,14 +172,7 @@ static inline size_t body_f64(const double *x, size_t n, double scale, int squar
             acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(z, z));
         }
     }
-    double a[4], b[4], lo = INFINITY, hi = -INFINITY;
-    _mm256_storeu_pd(a, min4(vlo));
-    _mm256_storeu_pd(b, max4(vhi));
-    for (int j = 0; j < 4; j++) {
-        if (a[j] < lo) lo = a[j];
-        if (b[j] > hi) hi = b[j];
-    }
-    finish(acc, lo, hi, bad, out);
+    finish_f64(acc, vlo, vhi, bad, out);
     return i;
 }
 
