@@ -92,10 +92,12 @@ def check_op(op: str) -> None:
 
 def same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two flat views are the very same memory (in-place operation)."""
-    return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
+    if a is b:
+        return True
+    return np.may_share_memory(a, b) and a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
 
 
 def check_in_place(a: np.ndarray, out: np.ndarray) -> None:
     """out is a itself (in place) or apart from it."""
-    if not same_buffer(a, out) and np.shares_memory(a, out):
+    if np.shares_memory(a, out) and not same_buffer(a, out):  # the cheap test first
         raise ValueError("out overlaps x without being x itself")

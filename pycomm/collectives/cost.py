@@ -4,6 +4,7 @@ so every rank computes the same choice)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -188,6 +189,7 @@ def raw_error(top: float, ranks: int, dtype: np.dtype) -> float:
     return ranks * ranks * unit_roundoff(dtype) * top
 
 
+@functools.lru_cache(maxsize=1024)
 def raw_within_rms(
     error_bound: float, count: int, ranks: int, mean: bool, dtype: np.dtype, margin: float
 ) -> bool:

@@ -140,7 +140,7 @@ def _allreduce(
             algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).cost_name,
         )  # fmt: skip
         spec, kw = choice.spec, choice.kw
-        plan = _flat_plan(eng, comm, spec, algorithm, a, segment)
+        plan = None if kw is None else _flat_plan(eng, comm, spec, algorithm, a, segment)
     else:
         plan = Plan(eng, comm, spec, algorithm, a.size, dtype=a.dtype, segment=segment)
         what = ("allreduce", algorithm, ef, segment)
