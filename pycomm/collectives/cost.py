@@ -65,17 +65,20 @@ def choose_frame(
     send: ``ranks`` - 1 copies move), where every |x| <= top and every frame's bound is at
     least ``bound`` (a pure function)."""
     itemsize = np.dtype(dtype).itemsize
-    best, best_t = "raw", predict(fig, "raw", count, itemsize, ranks, "allgather")
-    threshold = best_t * MARGIN
-    for name in CANDIDATES[1:]:
-        if name in CAST_ROUNDOFF:
-            err = CAST_ROUNDOFF[name] * top + CAST_FLOOR[name]
-            if dtype != np.float32 or not err <= bound or name == "fp16" and top > FP16_LIMIT:
-                continue
-        t = predict(fig, name, count, itemsize, ranks, "allgather", bound, top)
-        if t < threshold and (best == "raw" or t < best_t):
-            best, best_t = name, t
-    return best
+
+    def allowed(name: str) -> bool:
+        if name not in CAST_ROUNDOFF:
+            return True
+        err = CAST_ROUNDOFF[name] * top + CAST_FLOOR[name]
+        return dtype == np.float32 and err <= bound and not (name == "fp16" and top > FP16_LIMIT)
+
+    raw_t = predict(fig, "raw", count, itemsize, ranks, "allgather")
+    timed = (
+        (name, predict(fig, name, count, itemsize, ranks, "allgather", bound, top))
+        for name in CANDIDATES[1:]
+        if allowed(name)
+    )
+    return _fastest(raw_t, timed)
 
 
 def choose(
@@ -102,17 +105,28 @@ def choose(
     itemsize = np.dtype(dtype).itemsize
     limit = budget(bound, top, ranks, mean, dtype)
     wide = raw_error(top, ranks, dtype) > limit
-    best, best_t = "raw", predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide)
-    threshold = best_t * MARGIN
-    for name in CANDIDATES[1:]:
-        if name in CAST_ROUNDOFF:
-            err = cast_error(name, top, ranks, dtype) if casts else None
-            if err is None or not err <= limit:
-                continue
-        elif rank_bound is None:
-            continue
-        t = predict(fig, name, count, itemsize, ranks, algorithm_of(name), rank_bound, top)
-        if t < threshold and (best == "raw" or t < best_t):
+
+    def allowed(name: str) -> bool:
+        if name not in CAST_ROUNDOFF:
+            return rank_bound is not None
+        err = cast_error(name, top, ranks, dtype) if casts else None
+        return err is not None and err <= limit
+
+    raw_t = predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide)
+    timed = (
+        (name, predict(fig, name, count, itemsize, ranks, algorithm_of(name), rank_bound, top))
+        for name in CANDIDATES[1:]
+        if allowed(name)
+    )
+    return _fastest(raw_t, timed)
+
+
+def _fastest(raw_t: float, timed) -> str:
+    """raw, or the fastest (name, seconds) of ``timed`` if it beats raw's ``raw_t`` by
+    ``MARGIN`` (the one selection rule of ``choose`` and ``choose_frame``)."""
+    best, best_t = "raw", raw_t
+    for name, t in timed:
+        if t < raw_t * MARGIN and (best == "raw" or t < best_t):
             best, best_t = name, t
     return best
 
