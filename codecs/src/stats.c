@@ -3,32 +3,24 @@
 
 #include "stats.h"
 
-void stats_tail_f32(const float *x, size_t i0, size_t n, double scale, stats_acc *acc) {
-    for (size_t i = i0; i < n; i++) {
-        float f = x[i];
-        if (!(fabsf(f) <= FLT_MAX)) {
-            acc->bad++;
-            continue;
-        }
-        double v = f, s = v * scale;
-        if (v < acc->lo) acc->lo = v;
-        if (v > acc->hi) acc->hi = v;
-        if (scale != 0) acc->lanes[i % STATS_LANES] += s * s;
+/* One value of the tail: a value beyond limit in magnitude (Inf) or NaN is counted, not summed. */
+static inline void add_value(stats_acc *acc, double v, double limit, size_t i, double scale) {
+    if (!(fabs(v) <= limit)) {
+        acc->bad++;
+        return;
     }
+    double s = v * scale;
+    if (v < acc->lo) acc->lo = v;
+    if (v > acc->hi) acc->hi = v;
+    if (scale != 0) acc->lanes[i % STATS_LANES] += s * s;
+}
+
+void stats_tail_f32(const float *x, size_t i0, size_t n, double scale, stats_acc *acc) {
+    for (size_t i = i0; i < n; i++) add_value(acc, x[i], FLT_MAX, i, scale);
 }
 
 void stats_tail_f64(const double *x, size_t i0, size_t n, double scale, stats_acc *acc) {
-    for (size_t i = i0; i < n; i++) {
-        double v = x[i];
-        if (!(fabs(v) <= DBL_MAX)) {
-            acc->bad++;
-            continue;
-        }
-        double s = v * scale;
-        if (v < acc->lo) acc->lo = v;
-        if (v > acc->hi) acc->hi = v;
-        if (scale != 0) acc->lanes[i % STATS_LANES] += s * s;
-    }
+    for (size_t i = i0; i < n; i++) add_value(acc, x[i], DBL_MAX, i, scale);
 }
 
 mpiucc_status mpiucc_finite_stats(const void *src, size_t count, mpiucc_dtype dtype,
