@@ -94,6 +94,19 @@ def best_time(fn: Callable[[], object], reps: int) -> float:
     return best
 
 
+def slowest_median(call: Callable[[], object], reps: int, comm) -> float:
+    """Median over reps of the slowest rank's seconds of call() on comm (an mpi4py
+    communicator; one warm-up call first, a barrier before each)."""
+    call()
+    times = []
+    for _ in range(reps):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        call()
+        times.append(max(comm.allgather(time.perf_counter() - t0)))
+    return float(np.median(times))
+
+
 def per_call_us(fn: Callable[[], object], budget_s: float = 0.05) -> float:
     """Mean microseconds per call of a fast function, over about budget_s seconds."""
     fn()

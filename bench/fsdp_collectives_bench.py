@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import time
 import warnings
 
 import numpy as np
 import torch
 import torch.distributed as dist
+from _common import slowest_median
 from mpi4py import MPI
 
 import pycomm
@@ -31,18 +31,6 @@ COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 GRADS = pycomm.CodecSpec("ebq", error_bound=2e-3, mode="rms")
 WEIGHTS = pycomm.CodecSpec("int8", block_size=64)
-
-
-def per_call(fn, calls: int) -> float:
-    """Median over calls of the slowest rank's seconds."""
-    fn()  # warm-up (private communicators, engine)
-    times = []
-    for _ in range(calls):
-        COMM.Barrier()
-        t0 = time.perf_counter()
-        fn()
-        times.append(COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-    return float(np.median(times))
 
 
 def calls_of(args) -> dict:
@@ -90,7 +78,10 @@ def main() -> None:
         if RANK == 0:
             prof.dump_stats(args.profile)
         return
-    rows = {op: {k: per_call(fn, args.calls) for k, fn in fns.items()} for op, fns in table.items()}
+    rows = {
+        op: {k: slowest_median(fn, args.calls, COMM) for k, fn in fns.items()}
+        for op, fns in table.items()
+    }
     if RANK == 0:
         print(f"{SIZE} ranks, {args.block_mb} MiB of gradients, ms per call (slowest rank)")
         for op, times in rows.items():

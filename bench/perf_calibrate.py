@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
+from _common import slowest_median
 from mpi4py import MPI
 
 import pycomm
@@ -34,18 +33,6 @@ VARIANTS = {  # name: (allreduce keywords, algorithm)
 }
 
 
-def timed(call, reps: int) -> float:
-    """Median over reps of the slowest rank's time."""
-    call()
-    times = []
-    for _ in range(reps):
-        COMM.Barrier()
-        t0 = time.perf_counter()
-        call()
-        times.append(COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-    return statistics.median(times)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rate", type=float, required=True, help="link rate in Gbit/s (recorded)")
@@ -56,14 +43,21 @@ def main() -> None:
     n = int(args.mib * 2**20) // 4
     x = (np.random.default_rng(RANK).laplace(0, 1e-3, n)).astype(np.float32)
     nodes = len(set(COMM.allgather(os.environ.get("MPIUCC_NODE", str(RANK)))))
-    rows = [("mpi", timed(lambda: COMM.Allreduce(x, np.empty_like(x)), args.reps), 0, 1.0)]
+    rows = [
+        (
+            "mpi",
+            slowest_median(lambda: COMM.Allreduce(x, np.empty_like(x)), args.reps, COMM),
+            0,
+            1.0,
+        )
+    ]
     for name, (kw, algorithm) in VARIANTS.items():
         if algorithm == "hierarchy" and nodes in (1, SIZE):
             continue
         stats = pycomm.CommStats()
         pycomm.allreduce(x, algorithm=algorithm, stats=stats, **kw)
         sent = COMM.allreduce(stats.sent_bytes, op=MPI.MAX)
-        t = timed(lambda: pycomm.allreduce(x, algorithm=algorithm, **kw), args.reps)  # noqa: B023
+        t = slowest_median(lambda: pycomm.allreduce(x, algorithm=algorithm, **kw), args.reps, COMM)  # noqa: B023
         rows.append((name, t, sent, stats.ratio))
     if RANK == 0:
         with open(args.out, "a") as f:
