@@ -56,12 +56,15 @@ from pycomm.collectives.spec import CodecSpec
 PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
 #: Keys of ratio history kept per communicator before the oldest are dropped.
 MAX_KEYS = 4096
-#: Calls of a key that take a settled raw before the next full decision.
-REFRESH = 16
+#: Calls of a key that take its kept candidate before the next full decision: ``REFRESH`` at
+#: first, doubled (up to ``MAX_REFRESH``) each time a full decision repeats the last one.
+REFRESH, MAX_REFRESH = 16, 256
 #: A link probe's bytes (at least ``link.MIN_SAMPLE_BYTES`` moved) and how many an engine makes.
 PROBE_BYTES, PROBES = 1 << 20, 3
 #: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
+#: One uncompressed call in this many is timed against the model (``record_raw``).
+RAW_SAMPLING = 8
 #: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
 CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
@@ -86,24 +89,35 @@ class Seen:
     """What auto keeps of one key (a call's settings digest: what, size, dtype, op,
     contract): the ratio each ebq level reached (this rank's frames) and, from agreed values
     only (the same on every rank), the candidate the last full decision kept (None: decide
-    in full) and how many calls ago that was."""
+    in full), how many calls ago that was, the last full decision's pick and how many calls
+    its successor keeps (``refresh``)."""
 
-    __slots__ = ("ratio_fast", "ratio_dense", "kept", "since")
+    __slots__ = ("ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw")
 
-    def __init__(self) -> None:
+    def __init__(self, key: int) -> None:
+        self.raw = Choice("raw", NONE, None, key)  # what a settled raw call returns
         self.ratio_fast = self.ratio_dense = 0.0
         self.kept: str | None = None
+        self.last: str | None = None
         self.since = 0
+        self.refresh = REFRESH
+
+    def decided(self, name: str) -> None:
+        """A full decision picked ``name``: keep a repeated pick twice as long as the last."""
+        repeated = name == self.last
+        self.refresh = min(2 * self.refresh, MAX_REFRESH) if repeated else REFRESH
+        self.last, self.since, self.kept = name, 0, None
 
 
 class Observed:
     """What auto learns on one communicator: per key a ``Seen``, per codec its measured
     cost, per kind of call (raw, ebq, cast) its overhead, and the last agreed figures."""
 
-    __slots__ = ("keys", "codec_costs", "overheads", "agreed", "probes")
+    __slots__ = ("keys", "codec_costs", "overheads", "agreed", "probes", "raw_calls")
 
     def __init__(self) -> None:
         self.probes = 0  # link probes made (agreed decisions: the same count on every rank)
+        self.raw_calls = 0
         self.keys: dict[int, Seen] = {}
         self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
         self.overheads = {kind: deque(maxlen=WINDOW) for kind in ("raw", "ebq", "cast")}
@@ -114,7 +128,7 @@ class Observed:
         if entry is None:
             if len(self.keys) >= MAX_KEYS:  # the same on every rank: keys come in call order
                 self.keys.clear()
-            entry = self.keys[key] = Seen()
+            entry = self.keys[key] = Seen(key)
         return entry
 
 
@@ -163,8 +177,9 @@ def agreed_choice(
 
     The candidate a full decision on this key chose (raw only where a sum in the dtype kept
     the bound with room to spare, ``RAW_MARGIN``) is kept for the next ``REFRESH`` calls of
-    the key, without this rank's figures and the model: a function of agreed values and the
-    call count, so the same on every rank. Their statistics are still agreed, and a kept
+    the key (more while full decisions repeat it: ``Seen.decided``), without this rank's
+    figures and the model: a function of agreed values and the call count, so the same on
+    every rank. Their statistics are still agreed, and a kept
     candidate that they no longer prove within the bound gives way to raw (``_kept``); a sum
     in the dtype that could now exceed the bound is made in float64 instead. One rank takes
     raw at once: its "sum" is its input, exact. With an rms bound
@@ -173,22 +188,21 @@ def agreed_choice(
     with the torch backend's fast path, ranks that pass different arguments to it are then
     caught by MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement.
     """
-    sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
-    label = _label(what, a.dtype, a.size, op)
-    key = sig  # what, size, dtype, op, contract: the call's settings digest
+    sig = key = spec.signature(what, a.dtype.str, a.size, op, *extra)  # the settings digest
     ranks, mean = comm.Get_size(), op == "mean"
     if spec.lossless or a.size == 0 or ranks < 2:  # one rank: the "sum" is x itself, exact
-        eng.agree(label, sig)
+        eng.agree(_label(what, a.dtype, a.size, op), sig)
         return Choice("raw", NONE, None, key)
     seen = observed(eng)
     entry = seen.key(key)
-    kept = entry.kept if entry.since < REFRESH else None
+    kept = entry.kept if entry.since < entry.refresh else None
     if kept == "raw" and spec.mode == "rms":  # proven for any data: no statistics needed
         if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype, RAW_MARGIN):
             entry.since += 1
             if CHECKED:
-                eng.agree(label, sig)
-            return Choice("raw", NONE, None, key)
+                eng.agree(_label(what, a.dtype, a.size, op), sig)
+            return entry.raw
+    label = _label(what, a.dtype, a.size, op)
     stats = local_statistics(a, spec, source)
     figures = () if kept else local_figures(eng, key).agreed_vector()
     v = eng.agree(label, sig, (*stats, *figures)).tolist()  # Python floats: faster arithmetic
@@ -198,7 +212,6 @@ def agreed_choice(
         entry.since += 1
         return _kept(kept, spec, v[:2], ranks, op, a, key, top, limit, entry)
     fig = seen.agreed = Figures.from_agreed(v[2:])
-    entry.since, entry.kept = 0, None
     levels = {name: final_kwargs(ebq_spec(spec, name), v[:2], ranks, op, a) for name in LEVELS}
     pick = functools.partial(
         choose,
@@ -213,6 +226,7 @@ def agreed_choice(
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )
     name = pick(fig)
+    entry.decided(name)
     # Kept for the next REFRESH calls once the link has been measured (a first guess kept a
     # slow link's DDP bucket raw for 16 steps), or, where it was not (a key of small
     # messages), if raw also wins on the slowest link their transfers allow; raw only with
@@ -307,9 +321,11 @@ def record(
 
 
 def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
-    """After an uncompressed auto call: its overhead beyond the link's figures."""
+    """After an uncompressed auto call: its overhead beyond the link's figures (one call in
+    ``RAW_SAMPLING``: a settled key's calls are many and alike, and each costs what it records)."""
     seen = observed(eng)
-    if seen.agreed is not None:
+    seen.raw_calls += 1
+    if seen.agreed is not None and seen.raw_calls % RAW_SAMPLING == 1:
         model = wire_time(seen.agreed, "raw", eng.link.ranks, moved_raw)
         seen.overheads["raw"].append(max(elapsed - model, 0.0))
 

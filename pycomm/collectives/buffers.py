@@ -12,17 +12,17 @@ REDUCIBLE = (np.dtype(np.float32), np.dtype(np.float64))
 
 def as_array(x: object, *, writable: bool = False) -> np.ndarray:
     """A flat numpy view of x (numpy array or CPU torch tensor) without copying."""
-    if type(x).__module__.startswith("torch"):
-        if x.device.type != "cpu":  # type: ignore[attr-defined]
+    if not isinstance(x, np.ndarray):  # (every call makes two: each check is kept cheap)
+        if not type(x).__module__.startswith("torch"):
+            raise TypeError(f"expected a numpy array or a torch tensor, got {type(x).__name__}")
+        if not x.is_cpu:  # type: ignore[attr-defined]
             raise ValueError("pycomm collectives take CPU tensors; stage device tensors first")
-        x = x.detach().numpy()  # type: ignore[attr-defined]
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"expected a numpy array or a torch tensor, got {type(x).__name__}")
+        x = (x.detach() if x.requires_grad else x).numpy()  # type: ignore[attr-defined]
     if not x.flags.c_contiguous:
         raise ValueError("the buffer must be C-contiguous")
     if writable and not x.flags.writeable:
         raise ValueError("the output buffer is read-only")
-    return x.reshape(-1)
+    return x if x.ndim == 1 else x.reshape(-1)
 
 
 def check_reducible(a: np.ndarray) -> None:

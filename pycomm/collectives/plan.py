@@ -141,6 +141,8 @@ def cost_name(algorithm: str) -> str:
 
 def check_algorithm(spec: CodecSpec, algorithm: str) -> None:
     """Raise ValueError for an unknown algorithm or one the codec cannot take."""
+    if algorithm == "auto":  # any codec takes it (the common case: checked on every call)
+        return
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
     if spec.auto and algorithm == "hierarchy":

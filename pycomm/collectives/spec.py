@@ -21,9 +21,13 @@ class CodecSpec:
 
     ``codec="none"`` sends the data uncompressed. Options not given take pycodecs' defaults;
     read them as attributes (``spec.error_bound``). Immutable, hashable and picklable.
+
+    ``caps``: what the codec can do (``pycodecs.capabilities``; auto: what its contract allows).
+    ``lossless``: whether what the receiver decodes is the input bit for bit (auto: no bound).
     """
 
-    __slots__ = ("codec", "_options", "_by_name")
+    # The options are slots too: read on every call, as plain attributes.
+    __slots__ = ("codec", "_options", "_hash", "caps", "lossless", *OPTIONS)
 
     def __init__(self, codec: str = "none", **options: Any) -> None:
         unknown = options.keys() - OPTIONS.keys()
@@ -38,14 +42,17 @@ class CodecSpec:
                 choices = ", ".join(("none", *CAPABILITIES))
                 raise ValueError(f"unknown codec {codec!r}; choose from {choices}")
             params_from(codec, "float32", merged)  # every option checked now, not mid-call
-        object.__setattr__(self, "codec", codec)
-        object.__setattr__(self, "_options", tuple(merged.items()))
-        object.__setattr__(self, "_by_name", merged)  # attribute reads, per call
-
-    def __getattr__(self, name: str) -> Any:
-        if name in OPTIONS:
-            return self._by_name[name]
-        raise AttributeError(f"CodecSpec has no attribute {name!r}")
+        # Read on every call: computed once here (the spec is immutable).
+        if codec == AUTO:  # what auto promises is its contract: lossless without a bound
+            lossless = merged["error_bound"] is None
+            caps = Capabilities(bounded=True, exact_sum=False, lossless=lossless)
+        else:
+            caps = CAPABILITIES.get(codec, NONE)
+        options = tuple(merged.items())
+        fields = dict(merged, codec=codec, _options=options, caps=caps)
+        fields.update(_hash=hash((codec, options)), lossless=caps.lossless)
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("CodecSpec is immutable")
@@ -57,7 +64,7 @@ class CodecSpec:
         )
 
     def __hash__(self) -> int:
-        return hash((self.codec, self._options))
+        return self._hash
 
     def __repr__(self) -> str:
         changed = ", ".join(f"{k}={v!r}" for k, v in self._options if OPTIONS[k] != v)
@@ -75,20 +82,6 @@ class CodecSpec:
         """codec="auto": the codec is chosen per call (``pycomm.collectives.auto``)."""
         return self.codec == AUTO
 
-    @property
-    def lossless(self) -> bool:
-        """Whether what the receiver decodes is the input bit for bit (auto: no bound given)."""
-        if self.auto:
-            return self.error_bound is None
-        return self.caps.lossless
-
-    @property
-    def caps(self) -> Capabilities:
-        """What the codec can do (``pycodecs.capabilities``); auto: what its contract allows."""
-        if self.auto:
-            return Capabilities(bounded=True, exact_sum=False, lossless=self.lossless)
-        return CAPABILITIES.get(self.codec, NONE)
-
     def replace(self, **changes: Any) -> CodecSpec:
         """This spec with some options (or ``codec``) changed, checked as a new one."""
         codec = changes.pop("codec", self.codec)
@@ -105,13 +98,13 @@ class CodecSpec:
 
     def signature(self, *extra: object) -> int:
         """A 31-bit digest of the settings (and extra context) that all ranks must share."""
-        return _signature(self.codec, self._options, extra)
+        return _signature(self, extra)
 
 
 @functools.lru_cache(maxsize=1024)
-def _signature(codec: str, options: tuple, extra: tuple) -> int:
-    # Cached: a training step asks for the same few signatures thousands of times.
-    return zlib.crc32(repr((codec, options, extra)).encode()) & 0x7FFFFFFF
+def _signature(spec: CodecSpec, extra: tuple) -> int:
+    # Cached (on the spec's stored hash): a step asks for the same few thousands of times.
+    return zlib.crc32(repr((spec.codec, spec._options, extra)).encode()) & 0x7FFFFFFF
 
 
 def _rebuild(codec: str, options: tuple) -> CodecSpec:

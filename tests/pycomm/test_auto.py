@@ -315,6 +315,40 @@ def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) ->
     assert len(full) == 2, "a kept decision was never made again in full"
 
 
+def test_a_repeated_decision_is_kept_twice_as_long_up_to_the_maximum(monkeypatch) -> None:
+    from pycomm.collectives import auto
+
+    eng = lone_engine(125e6)
+    full = []
+    real = auto.local_figures
+    monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
+    x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
+    decide(eng, x, "auto:rel:1e-3")
+    interval = auto.REFRESH
+    for _ in range(6):  # each full decision repeats the first: the next comes twice as late
+        made = len(full)
+        for _ in range(interval):
+            decide(eng, x, "auto:rel:1e-3")
+        assert len(full) == made, f"decided in full within {interval} calls"
+        decide(eng, x, "auto:rel:1e-3")
+        assert len(full) == made + 1
+        interval = min(2 * interval, auto.MAX_REFRESH)
+
+
+def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
+    from pycomm.collectives import auto
+
+    seen = auto.Seen(7)
+    for name in ("raw", "raw", "raw"):
+        seen.decided(name)
+    assert seen.refresh == 4 * auto.REFRESH
+    seen.decided("ebq_fast")
+    assert (seen.refresh, seen.last, seen.since, seen.kept) == (auto.REFRESH, "ebq_fast", 0, None)
+    for _ in range(20):
+        seen.decided("ebq_fast")
+    assert seen.refresh == auto.MAX_REFRESH
+
+
 @pytest.mark.parametrize("contract, wide", [("auto:rel:1e-3", True), ("auto:rel:3e-2", False)])
 def test_a_kept_decision_the_data_no_longer_prove_gives_way_to_raw(contract, wide) -> None:
     eng = lone_engine(125e6)
