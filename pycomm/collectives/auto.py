@@ -48,7 +48,7 @@ from pycomm.collectives.cost import (
     wire_time,
 )
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, WINDOW, quantile
+from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, MIN_SAMPLE_BYTES, WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 
@@ -63,7 +63,8 @@ REFRESH, MAX_REFRESH = 16, 256
 PROBE_BYTES, PROBES = 1 << 20, 3
 #: How far inside the bound a sum in the dtype must be for raw to be settled.
 RAW_MARGIN = 16.0
-#: One uncompressed call in this many is timed against the model (``record_raw``).
+#: One small uncompressed call in this many is a sample of the link and of auto's overhead
+#: (``record_raw``).
 RAW_SAMPLING = 8
 #: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
 CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
@@ -321,11 +322,15 @@ def record(
 
 
 def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
-    """After an uncompressed auto call: its overhead beyond the link's figures (one call in
-    ``RAW_SAMPLING``: a settled key's calls are many and alike, and each costs what it records)."""
+    """After an uncompressed auto call: the link's sample and its overhead beyond the link's
+    figures. A call of fewer than ``MIN_SAMPLE_BYTES`` counts one time in ``RAW_SAMPLING``:
+    a settled key's calls are many and alike, and each pays for its record."""
     seen = observed(eng)
     seen.raw_calls += 1
-    if seen.agreed is not None and seen.raw_calls % RAW_SAMPLING == 1:
+    if moved_raw < MIN_SAMPLE_BYTES and seen.raw_calls % RAW_SAMPLING != 1:
+        return
+    eng.link.add_transfer("raw", moved_raw, elapsed)
+    if seen.agreed is not None:
         model = wire_time(seen.agreed, "raw", eng.link.ranks, moved_raw)
         seen.overheads["raw"].append(max(elapsed - model, 0.0))
 

@@ -156,8 +156,9 @@ def _allreduce(
         t1 = time.perf_counter()
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
         wide = 2 if spec.caps.exact_sum and a.dtype == np.float32 else 1
-        eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
-        if choice is not None:
+        if choice is None:
+            eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
+        else:  # the link's sample and auto's overhead, from some of a key's many calls
             auto.record_raw(eng, wide * a.nbytes, time.perf_counter() - t1)
         stats.frame_bytes += a.nbytes
     else:
