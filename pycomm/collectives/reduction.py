@@ -83,9 +83,14 @@ def allreduce(
     same as for x holding the values.
     """
     eng = engine_of(comm)
-    kw = dict(op=op, out=out, algorithm=algorithm, segment=segment, residual=residual)
-    kw.update(stats=stats, source=source)
-    return eng.run(lambda c: _allreduce(eng, c, x, codec, **kw, **params), "allreduce")
+
+    def job(c: MPI.Comm) -> np.ndarray:
+        return _allreduce(
+            eng, c, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
+            residual=residual, stats=stats, source=source, **params,
+        )  # fmt: skip
+
+    return eng.run(job, "allreduce")
 
 
 def iallreduce(
