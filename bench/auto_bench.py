@@ -26,6 +26,7 @@ import pycomm
 from pycomm.collectives import auto
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.link import Link
+from pycomm.collectives.plan import SEGMENT_COUNT
 from pycomm.collectives.reduction import _flat_plan
 from pycomm.collectives.spec import make_spec
 
@@ -82,7 +83,7 @@ def decision_cost(repeats: int) -> dict:
     eng, comm = lone_engine(engine_of(COMM)), TwoRanks()
 
     def algorithm_of(spec):
-        return _flat_plan(eng, comm, spec, "auto", x.size).cost_name
+        return _flat_plan(eng, comm, spec, "auto", x, SEGMENT_COUNT).cost_name
 
     for contract in CONTRACTS:
         spec = make_spec(contract)

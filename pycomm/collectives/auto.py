@@ -61,7 +61,8 @@ MAX_KEYS = 4096
 REFRESH, MAX_REFRESH = 16, 256
 #: A link probe's bytes (at least ``link.MIN_SAMPLE_BYTES`` moved) and how many an engine makes.
 PROBE_BYTES, PROBES = 1 << 20, 3
-#: How far inside the bound a sum in the dtype must be for raw to be settled.
+#: How far inside the bound a sum in the dtype must be, on this call's data, for raw to be
+#: kept (later calls' data may be less kind; a proof for any data, ``raw_within_rms``, needs none).
 RAW_MARGIN = 16.0
 #: One small uncompressed call in this many is a sample of the link and of auto's overhead
 #: (``record_raw``).
@@ -198,7 +199,7 @@ def agreed_choice(
     entry = seen.key(key)
     kept = entry.kept if entry.since < entry.refresh else None
     if kept == "raw" and spec.mode == "rms":  # proven for any data: no statistics needed
-        if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype, RAW_MARGIN):
+        if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype):
             entry.since += 1
             if CHECKED:
                 eng.agree(_label(what, a.dtype, a.size, op), sig)

@@ -204,13 +204,12 @@ def raw_error(top: float, ranks: int, dtype: np.dtype) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def raw_within_rms(
-    error_bound: float, count: int, ranks: int, mean: bool, dtype: np.dtype, margin: float
-) -> bool:
+def raw_within_rms(error_bound: float, count: int, ranks: int, mean: bool, dtype: np.dtype) -> bool:
     """Whether a sum in the dtype keeps a bound of ``error_bound`` times the largest rms
-    whatever the data: every |x| <= sqrt(count) * rms (a pure function, no statistics)."""
+    whatever the data: every |x| <= sqrt(count) * rms (a pure function, no statistics). A
+    proof for any data, so it needs no margin for the data of later calls."""
     top = math.sqrt(count)  # in units of the largest rms
-    return raw_error(top, ranks, dtype) * margin <= budget(error_bound, top, ranks, mean, dtype)
+    return raw_error(top, ranks, dtype) <= budget(error_bound, top, ranks, mean, dtype)
 
 
 def budget(bound: float, top: float, ranks: int, mean: bool, dtype: np.dtype) -> float:

@@ -244,17 +244,18 @@ def test_measured_overhead_keeps_small_messages_raw_but_not_large_ones() -> None
     assert choose(costly, 1 << 24) in ("ebq_fast", "ebq_dense")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     ranks=st.integers(2, 8),
     count=st.integers(1, 4096),
     seed=st.integers(0, 2**31),
     spike=st.floats(0, 1e6),
+    bound=st.sampled_from([1e-2, 1e-3, 3e-4]),
+    mean=st.booleans(),
 )
-def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike) -> None:
+def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike, bound, mean) -> None:
     dtype = np.dtype(np.float32)
-    bound = 1e-2
-    if not cost.raw_within_rms(bound, count, ranks, False, dtype, 1.0):
+    if not cost.raw_within_rms(bound, count, ranks, mean, dtype):
         return
     xs = np.random.default_rng(seed).standard_normal((ranks, count)).astype(np.float32)
     xs[:, 0] += np.float32(spike)  # one huge element: the rms follows it, and so the bound
@@ -262,7 +263,10 @@ def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike) -> None:
     acc = xs[0].copy()
     for x in xs[1:]:
         acc = acc + x  # float32 sums, as MPI's
-    err = np.abs(acc.astype(np.float64) - xs.astype(np.float64).sum(0)).max()
+    exact = xs.astype(np.float64).sum(0)
+    if mean:
+        acc, exact = acc / np.float32(ranks), exact / ranks
+    err = np.abs(acc.astype(np.float64) - exact).max()
     assert err <= bound * rms
 
 
