@@ -5,8 +5,8 @@ predictions from 8 to 4096 ranks at 10-400 Gbit/s.
     python bench/perf_model.py                    # fit to calibration/runs.jsonl, print, plot
 
 The model counts, per rank and from what the code sends (pycomm/collectives: ring.py,
-twophase.py, gathered.py, hierarchy.py, frames.py), four things of each allreduce, pipeline
-segment by segment (8 MiB of float32 each):
+twophase.py, gathered.py, hierarchy.py, frames.py), for each allreduce, pipeline segment by
+segment (8 MiB of float32 each):
 - rounds: message steps one after another. The reduce-scatter of frames receives N-1 frames
   one at a time; an allgather of frames is one exchange on 2 ranks, else MPICH's Iallgatherv
   (a ring of N-1 steps; recursive doubling, log2 N steps, under 512 KiB in all), after an
@@ -26,16 +26,25 @@ Per algorithm, for B raw bytes per rank, ratio r, ebq's growth g(N) of the reduc
                  flat algorithm plan.choose picks on the nodes' ranks of each local index, for
                  a slice of B/k each (the k slices of a node share its link)
 
-(c, d, a, e: seconds per raw byte of compress, decompress, decompress_add, ebq_add.) The time
-is rounds·alpha·s + link·beta + (work·kappa + (stack + local)·tcp)·s, where s = max(1, N/cores):
-the emulator runs N busy-polling ranks on the machine's cores, so both the CPU work and the
-wait for a peer to be scheduled stretch with N/cores. Four parameters are fitted (alpha; the
-link efficiency, beta = eff·8/rate; kappa; tcp, the CPU seconds per byte through TCP) by least
-squares on the relative errors to bench/calibration/runs.jsonl, with g(N) = g0 + g1·log2 N
-fitted to the bytes ebq's ring sent; the codec speeds are read from calibration/speeds.json,
-measured in the calibration session. A cluster takes one core per rank (s = 1, kappa = 1),
-5 µs per step, the fitted link efficiency, network bytes at no CPU cost (the NIC moves them),
-and the node steps at the memcpy speed measured here.
+(c, d, a, e: seconds per raw byte of compress, decompress, decompress_add, ebq_add.) Every
+pycomm call first agrees on its settings (a small allreduce: log2 N steps; for ebq after a
+min/max pass over the input). On the emulator, with s = max(1, N/cores) (N busy-polling ranks
+share the machine's cores, so both the CPU work and the wait for a peer to be scheduled
+stretch with N/cores):
+
+    time = rounds·alpha·s + pipelined(link·beta, cpu·s, segments)
+    cpu  = work·kappa + (stack - crossing + local)·tcp + crossing·veth
+
+pipelined: the link time of one segment overlaps the CPU of the next (plan.run_segments);
+crossing: the rank's share of the bytes that leave its namespace (veth pair, bridge and two
+token buckets) rather than staying on its loopback. Five parameters are fitted (alpha; the link
+efficiency, beta = eff·8/rate; kappa; tcp and veth, CPU seconds per byte through the stack) by
+least squares on the relative errors to the median of each point's repeats in
+bench/calibration/runs.jsonl, with g(N) = g0 + g1·log2 N fitted to the bytes ebq's ring sent;
+the codec speeds are read from calibration/speeds.json, measured in the calibration session
+(one core, the best of 15). A cluster takes one core per rank (s = 1, kappa = 1), 5 µs per
+step, the fitted link efficiency, network bytes at no CPU cost (the NIC moves them), and the
+node steps at the memcpy speed measured here.
 """
 
 from __future__ import annotations
@@ -61,38 +70,40 @@ CODECS = {"ebq": dict(codec="ebq", error_bound=1e-3, mode="rel"), "int8": {}, "s
 CLUSTER_ALPHA = 5e-6
 SEGMENT_BYTES = 4 << 21  # pycomm's pipeline segment (2^21 float32)
 RECURSIVE_BELOW = 512 << 10  # MPICH's allgather(v): recursive doubling below (2^k ranks)
-FITTED = ("alpha", "eff", "kappa", "tcp")
+FITTED = ("alpha", "eff", "kappa", "tcp", "veth")
 
 
 def codec_speeds(mib: int = 16) -> dict:
     """Seconds per raw byte on one core (median of 7) of each step the collectives run:
-    compress, decompress and decompress_add per codec, ebq_add of two ebq frames, a float32
-    add and memcpy (the node steps)."""
+    compress, decompress and decompress_add per codec, ebq_add of two ebq frames, the finite
+    min/max pass of ebq's agreement, a float32 add and memcpy (the node steps). The best of 15:
+    one core's speed, whatever else runs; the emulator's sharing is the fit's kappa."""
     x = np.random.default_rng(0).laplace(0, 1e-3, mib << 18).astype(np.float32)
     out = np.empty_like(x)
 
-    def median(call) -> float:
+    def best(call) -> float:
         times = []
-        for _ in range(7):
+        for _ in range(15):
             t0 = time.perf_counter()
             call()
             times.append(time.perf_counter() - t0)
-        return float(np.median(times)) / x.nbytes
+        return min(times) / x.nbytes
 
     speeds = {}
     for name, kw in CODECS.items():
         kw = {"codec": name, **kw}
         frame = pycodecs.compress(x, **kw)
         speeds[name] = dict(
-            c=median(lambda: pycodecs.compress(x, **kw)),  # noqa: B023
-            d=median(lambda: pycodecs.decompress(frame, out=out)),  # noqa: B023
-            da=median(lambda: pycodecs.decompress_add(frame, out=out)),  # noqa: B023
+            c=best(lambda: pycodecs.compress(x, **kw)),  # noqa: B023
+            d=best(lambda: pycodecs.decompress(frame, out=out)),  # noqa: B023
+            da=best(lambda: pycodecs.decompress_add(frame, out=out)),  # noqa: B023
             ratio=x.nbytes / len(frame),
         )
     frame = pycodecs.compress(x, **{"codec": "ebq", **CODECS["ebq"]})
-    speeds["ebq"]["sum"] = median(lambda: pycodecs.ebq_add(frame, frame))
-    speeds["add"] = median(lambda: np.add(x, out, out=out))
-    speeds["memcpy"] = median(lambda: np.copyto(out, x))
+    speeds["ebq"]["sum"] = best(lambda: pycodecs.ebq_add(frame, frame))
+    speeds["ebq"]["stats"] = best(lambda: pycodecs.finite_stats(x, 0.0))
+    speeds["add"] = best(lambda: np.add(x, out, out=out))
+    speeds["memcpy"] = best(lambda: np.copyto(out, x))
     return speeds
 
 
@@ -114,12 +125,14 @@ class Counts:
     stack: float = 0.0  #: bytes sent plus received through the network stack
     local: float = 0.0  #: bytes sent plus received by the hierarchy's node steps
     work: float = 0.0  #: single-core seconds of codec work and sums
+    segments: int = 1  #: pipeline segments: the link of one overlaps the CPU of the next
 
     def __add__(self, other: Counts) -> Counts:
-        return Counts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+        pairs = zip(astuple(self)[:-1], astuple(other)[:-1], strict=True)
+        return Counts(*(a + b for a, b in pairs), max(self.segments, other.segments))
 
     def times(self, k: float) -> Counts:
-        return Counts(*(a * k for a in astuple(self)))
+        return Counts(*(a * k for a in astuple(self)[:-1]), self.segments)
 
 
 def crossing_distances(n: int, per: int) -> list[int]:
@@ -190,13 +203,20 @@ def flat(alg: str, codec: str, n: int, nodes: int, b: float, sp: dict, g, ratio=
         work = seg * (s["c"] + n * s["da"])
     else:
         raise ValueError(alg)
-    return (wire + Counts(work=work)).times(segments)
+    return (wire + Counts(work=work, segments=segments)).times(segments)
 
 
 def leader_algorithm(codec: str, leaders: int, b: float) -> str:
     """The flat algorithm pycomm runs between nodes for b bytes of float32 (plan.choose)."""
     options = {k: v for k, v in CODECS[codec].items() if k != "codec"}
     return choose(make_spec(codec, **options), leaders, int(b // 4))
+
+
+def agreement(codec: str, n: int, b: float, sp: dict) -> Counts:
+    """What every pycomm call does first: one small allreduce of the settings (and of ebq's
+    input range, after a pass over the input)."""
+    work = b * sp[codec]["stats"] if "stats" in sp[codec] else 0.0
+    return Counts(rounds=math.ceil(math.log2(max(n, 2))), work=work)
 
 
 def counts_of(variant: str, n: int, nodes: int, b: float, sp: dict, g, ratio=None) -> Counts:
@@ -206,7 +226,7 @@ def counts_of(variant: str, n: int, nodes: int, b: float, sp: dict, g, ratio=Non
         return mpi_allreduce(n, nodes, b, sp)
     codec, alg = variant.split()
     if alg != "hierarchy":
-        return flat(alg, codec, n, nodes, b, sp, g, ratio)
+        return agreement(codec, n, b, sp) + flat(alg, codec, n, nodes, b, sp, g, ratio)
     per = n // nodes
     wide = 2 if codec == "ebq" else 1  # ebq's node sum is float64
     share = (per - 1) / per
@@ -215,10 +235,9 @@ def counts_of(variant: str, n: int, nodes: int, b: float, sp: dict, g, ratio=Non
         local=2 * share * b * (wide + 1),
         work=share * b * wide * sp["add"] + (wide - 1) * b * sp["memcpy"],
     )
-    between = flat(
-        leader_algorithm(codec, nodes, b / per), codec, nodes, nodes, b / per, sp, g, ratio
-    )
-    return node + Counts(link=(per - 1) * between.link) + between
+    alg = leader_algorithm(codec, nodes, b / per)
+    between = flat(alg, codec, nodes, nodes, b / per, sp, g, ratio)  # k slices share the link
+    return agreement(codec, n, b, sp) + node + Counts(link=(per - 1) * between.link) + between
 
 
 def stretch(n: int, cores: int) -> float:
@@ -226,22 +245,55 @@ def stretch(n: int, cores: int) -> float:
     return max(1.0, n / cores)
 
 
-def emulated_time(c: Counts, params: dict, n: int, gbit: float, cores: int) -> float:
-    """Seconds of counts c on the emulator: n ranks on cores cores, links of gbit Gbit/s."""
+def pipelined(wire: float, cpu: float, k: int) -> float:
+    """Seconds of k equal segments when the wire time of one overlaps the CPU time of the
+    next: the first segment's both, then the slower of the two for each further one."""
+    return (wire + cpu) / k + (k - 1) / k * max(wire, cpu)
+
+
+def emulated_time(c: Counts, params: dict, n: int, nodes: int, gbit: float, cores: int) -> float:
+    """Seconds of counts c on the emulator: n ranks in nodes namespaces on cores cores, links
+    of gbit Gbit/s. A byte that leaves its namespace passes a veth pair, the bridge and two
+    token buckets (veth seconds per byte of CPU); one within it, the loopback (tcp)."""
     s = stretch(n, cores)
     beta = params["eff"] * 8 / (gbit * 1e9)
-    cpu = c.work * params["kappa"] + (c.stack + c.local) * params["tcp"]
-    return c.rounds * params["alpha"] * s + c.link * beta + cpu * s
+    crossing = 2 * c.link / (n // nodes)  # a rank's share of its node's, sent and received
+    stack = (c.stack - crossing + c.local) * params["tcp"] + crossing * params["veth"]
+    cpu = c.work * params["kappa"] + stack
+    return c.rounds * params["alpha"] * s + pipelined(c.link * beta, cpu * s, c.segments)
 
 
 def cluster_time(c: Counts, gbit: float, eff: float, sp: dict) -> float:
     """Seconds of counts c on a cluster: one core per rank, the NIC moving network bytes."""
     beta = eff * 8 / (gbit * 1e9)
-    return c.rounds * CLUSTER_ALPHA + c.link * beta + c.work + c.local / 2 * sp["memcpy"]
+    cpu = c.work + c.local / 2 * sp["memcpy"]
+    return c.rounds * CLUSTER_ALPHA + pipelined(c.link * beta, cpu, c.segments)
 
 
 def load_runs(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def merge_repeats(runs: list[dict]) -> list[dict]:
+    """One row per point (ranks, nodes, rate, bytes, variant), in first-seen order: the median
+    of its repeats' seconds, their spread (slowest over fastest, minus 1), their loads."""
+    points: dict[tuple, list[dict]] = {}
+    for r in runs:
+        points.setdefault((r["ranks"], r["nodes"], r["gbit"], r["bytes"], r["variant"]), []).append(
+            r
+        )
+    merged = []
+    for rows in points.values():
+        seconds = [r["seconds"] for r in rows]
+        merged.append(
+            {
+                **rows[0],
+                "seconds": float(np.median(seconds)),
+                "spread": max(seconds) / min(seconds) - 1,
+                "loads": [r.get("load", float("nan")) for r in rows],
+            }
+        )
+    return merged
 
 
 def run_ratio(run: dict) -> float:
@@ -273,7 +325,7 @@ def errors(params: dict, runs: list[dict], sp: dict, g, cores: int) -> np.ndarra
     for r in runs:
         n, nodes = r["ranks"], r["nodes"]
         c = counts_of(r["variant"], n, nodes, r["bytes"], sp, g, run_ratio(r))
-        out.append(emulated_time(c, params, n, r["gbit"], cores) / r["seconds"] - 1)
+        out.append(emulated_time(c, params, n, nodes, r["gbit"], cores) / r["seconds"] - 1)
     return np.array(out)
 
 
@@ -284,7 +336,7 @@ def fit(runs: list[dict], sp: dict, g, cores: int) -> dict:
     def cost(params):
         return float(np.sum(errors(params, runs, sp, g, cores) ** 2))
 
-    params = dict(alpha=1e-4, eff=1.0, kappa=1.0, tcp=1e-10)
+    params = dict(alpha=1e-4, eff=1.0, kappa=1.0, tcp=1e-10, veth=1e-10)
     best, step = cost(params), 1.0
     while step > 1e-3:
         moved = False
@@ -326,16 +378,19 @@ def print_speeds(record: dict) -> None:
 
 
 def report(runs: list[dict], errs: np.ndarray, held: np.ndarray) -> None:
-    print("\nmodel against measured (emulator; held out: fitted without the run's configuration):")
     print(
-        f"{'ranks':>5} {'nodes':>5} {'load':>5} {'variant':<16} {'measured s':>10} "
-        f"{'model s':>8} {'error':>7} {'held out':>8}"
+        "\nmodel against measured (emulator; measured: the median of the repeats, spread: their "
+        "slowest over fastest; held out: fitted without the point's configuration):"
+    )
+    print(
+        f"{'ranks':>5} {'nodes':>5} {'variant':<16} {'measured s':>10} {'spread':>7} "
+        f"{'model s':>8} {'error':>7} {'held out':>8}  loads"
     )
     for r, e, h in zip(runs, errs, held, strict=True):
+        loads = " ".join(f"{x:.2f}" for x in r["loads"])
         print(
-            f"{r['ranks']:>5} {r['nodes']:>5} {r.get('load', float('nan')):>5.2f} "
-            f"{r['variant']:<16} {r['seconds']:>10.3f} {r['seconds'] * (1 + e):>8.3f} "
-            f"{e:>+7.0%} {h:>+8.0%}"
+            f"{r['ranks']:>5} {r['nodes']:>5} {r['variant']:<16} {r['seconds']:>10.3f} "
+            f"{r['spread']:>+7.0%} {r['seconds'] * (1 + e):>8.3f} {e:>+7.0%} {h:>+8.0%}  {loads}"
         )
     for label, x in (("in-sample", errs), ("held out", held)):
         a = np.abs(x)
@@ -343,6 +398,8 @@ def report(runs: list[dict], errs: np.ndarray, held: np.ndarray) -> None:
             f"{label}: {int(np.sum(a <= 0.25))} of {len(a)} within 25%, worst {a.max():.0%}, "
             f"median {np.median(a):.0%}"
         )
+    spread = np.array([r["spread"] for r in runs])
+    print(f"repeats' spread: median {np.median(spread):.0%}, largest {spread.max():.0%}")
 
 
 def main() -> None:
@@ -361,14 +418,15 @@ def main() -> None:
     record = json.loads(Path(args.speeds).read_text())
     sp, cores = record["speeds"], record["cores"]
     print_speeds(record)
-    runs = load_runs(Path(args.runs))
+    runs = merge_repeats(load_runs(Path(args.runs)))
     g = fit_growth(runs)
     params = fit(runs, sp, g, cores)
     print(
         f"fit on {len(runs)} emulated runs ({cores} cores): alpha {params['alpha'] * 1e6:.0f} µs "
         f"per step (times ranks/cores), link efficiency {1 / params['eff']:.2f} of the rate, "
-        f"CPU work x{params['kappa']:.2f} and {1e-9 / params['tcp']:.2f} GB/s through TCP "
-        f"(both times ranks/cores), ebq growth {g[0]:.3f} + {g[1]:.3f}·log2 N"
+        f"CPU work x{params['kappa']:.2f}, TCP at {1e-9 / params['tcp']:.2f} GB/s in a "
+        f"namespace and {1e-9 / params['veth']:.2f} GB/s across (CPU terms times ranks/cores), "
+        f"ebq growth {g[0]:.3f} + {g[1]:.3f}·log2 N"
     )
     report(runs, errors(params, runs, sp, g, cores), held_out_errors(runs, sp, cores))
     predict(sp, g, params["eff"], args.mib * 2**20, Path(args.plot))

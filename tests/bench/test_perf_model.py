@@ -35,3 +35,21 @@ def test_traffic_inside_a_node_stays_off_its_link():
 def test_stretch_is_one_until_the_ranks_outnumber_the_cores():
     assert perf_model.stretch(2, 2) == 1.0
     assert perf_model.stretch(8, 2) == 4.0
+
+
+def test_pipelined_segments_overlap_wire_and_cpu():
+    assert perf_model.pipelined(1.0, 3.0, 1) == 4.0
+    assert perf_model.pipelined(1.0, 3.0, 2) == pytest.approx(2.0 + 1.5)
+
+
+def test_repeats_merge_into_their_median_and_spread():
+    run = dict(ranks=4, nodes=2, gbit=1.0, bytes=8, variant="mpi")
+    runs = [{**run, "seconds": s, "load": x} for s, x in ((0.1, 1.0), (0.3, 1.2), (0.2, 0.9))] + [
+        {**run, "variant": "ebq ring", "seconds": 0.5, "load": 1.0}
+    ]
+    merged = perf_model.merge_repeats(runs)
+    assert [m["variant"] for m in merged] == ["mpi", "ebq ring"]
+    assert merged[0]["seconds"] == pytest.approx(0.2)
+    assert merged[0]["spread"] == pytest.approx(2.0)
+    assert merged[0]["loads"] == [1.0, 1.2, 0.9]
+    assert merged[1]["spread"] == 0.0
