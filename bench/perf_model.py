@@ -33,12 +33,12 @@ share the machine's cores, so both the CPU work and the wait for a peer to be sc
 stretch with N/cores):
 
     time = rounds·alpha·s + pipelined(link·beta, cpu·s, segments)
-    cpu  = work·kappa + (stack - crossing + local)·tcp + crossing·veth
+    cpu  = work·kappa + (stack + local)·tcp
 
-pipelined: the link time of one segment overlaps the CPU of the next (plan.run_segments);
-crossing: the rank's share of the bytes that leave its namespace (veth pair, bridge and two
-token buckets) rather than staying on its loopback. Five parameters are fitted (alpha; the link
-efficiency, beta = eff·8/rate; kappa; tcp and veth, CPU seconds per byte through the stack) by
+pipelined: the link time of one segment overlaps the CPU of the next (plan.run_segments). Four
+parameters are fitted (alpha; the link efficiency, beta = eff·8/rate; kappa; tcp, the CPU
+seconds per byte through the network stack, loopback or veth alike: a separate cost for the
+bytes that leave a namespace did no better held out) by
 least squares on the relative errors to the median of each point's repeats in
 bench/calibration/runs.jsonl, with g(N) = g0 + g1·log2 N fitted to the bytes ebq's ring sent;
 the codec speeds are read from calibration/speeds.json, measured in the calibration session
@@ -70,7 +70,7 @@ CODECS = {"ebq": dict(codec="ebq", error_bound=1e-3, mode="rel"), "int8": {}, "s
 CLUSTER_ALPHA = 5e-6
 SEGMENT_BYTES = 4 << 21  # pycomm's pipeline segment (2^21 float32)
 RECURSIVE_BELOW = 512 << 10  # MPICH's allgather(v): recursive doubling below (2^k ranks)
-FITTED = ("alpha", "eff", "kappa", "tcp", "veth")
+FITTED = ("alpha", "eff", "kappa", "tcp")
 
 
 def codec_speeds(mib: int = 16) -> dict:
@@ -251,15 +251,11 @@ def pipelined(wire: float, cpu: float, k: int) -> float:
     return (wire + cpu) / k + (k - 1) / k * max(wire, cpu)
 
 
-def emulated_time(c: Counts, params: dict, n: int, nodes: int, gbit: float, cores: int) -> float:
-    """Seconds of counts c on the emulator: n ranks in nodes namespaces on cores cores, links
-    of gbit Gbit/s. A byte that leaves its namespace passes a veth pair, the bridge and two
-    token buckets (veth seconds per byte of CPU); one within it, the loopback (tcp)."""
+def emulated_time(c: Counts, params: dict, n: int, gbit: float, cores: int) -> float:
+    """Seconds of counts c on the emulator: n ranks on cores cores, links of gbit Gbit/s."""
     s = stretch(n, cores)
     beta = params["eff"] * 8 / (gbit * 1e9)
-    crossing = 2 * c.link / (n // nodes)  # a rank's share of its node's, sent and received
-    stack = (c.stack - crossing + c.local) * params["tcp"] + crossing * params["veth"]
-    cpu = c.work * params["kappa"] + stack
+    cpu = c.work * params["kappa"] + (c.stack + c.local) * params["tcp"]
     return c.rounds * params["alpha"] * s + pipelined(c.link * beta, cpu * s, c.segments)
 
 
@@ -325,7 +321,7 @@ def errors(params: dict, runs: list[dict], sp: dict, g, cores: int) -> np.ndarra
     for r in runs:
         n, nodes = r["ranks"], r["nodes"]
         c = counts_of(r["variant"], n, nodes, r["bytes"], sp, g, run_ratio(r))
-        out.append(emulated_time(c, params, n, nodes, r["gbit"], cores) / r["seconds"] - 1)
+        out.append(emulated_time(c, params, n, r["gbit"], cores) / r["seconds"] - 1)
     return np.array(out)
 
 
@@ -336,7 +332,7 @@ def fit(runs: list[dict], sp: dict, g, cores: int) -> dict:
     def cost(params):
         return float(np.sum(errors(params, runs, sp, g, cores) ** 2))
 
-    params = dict(alpha=1e-4, eff=1.0, kappa=1.0, tcp=1e-10, veth=1e-10)
+    params = dict(alpha=1e-4, eff=1.0, kappa=1.0, tcp=1e-10)
     best, step = cost(params), 1.0
     while step > 1e-3:
         moved = False
@@ -418,22 +414,44 @@ def main() -> None:
     record = json.loads(Path(args.speeds).read_text())
     sp, cores = record["speeds"], record["cores"]
     print_speeds(record)
-    runs = merge_repeats(load_runs(Path(args.runs)))
+    repeats = load_runs(Path(args.runs))
+    runs = merge_repeats(repeats)
     g = fit_growth(runs)
     params = fit(runs, sp, g, cores)
     print(
-        f"fit on {len(runs)} emulated runs ({cores} cores): alpha {params['alpha'] * 1e6:.0f} µs "
-        f"per step (times ranks/cores), link efficiency {1 / params['eff']:.2f} of the rate, "
-        f"CPU work x{params['kappa']:.2f}, TCP at {1e-9 / params['tcp']:.2f} GB/s in a "
-        f"namespace and {1e-9 / params['veth']:.2f} GB/s across (CPU terms times ranks/cores), "
-        f"ebq growth {g[0]:.3f} + {g[1]:.3f}·log2 N"
+        f"fit on {len(runs)} emulated points ({len(repeats)} runs; {cores} cores): alpha "
+        f"{params['alpha'] * 1e6:.0f} µs per step (times ranks/cores), link efficiency "
+        f"{1 / params['eff']:.2f} of the rate, CPU work x{params['kappa']:.2f} and TCP at "
+        f"{1e-9 / params['tcp']:.2f} GB/s (both times ranks/cores), ebq growth "
+        f"{g[0]:.3f} + {g[1]:.3f}·log2 N"
     )
-    report(runs, errors(params, runs, sp, g, cores), held_out_errors(runs, sp, cores))
-    predict(sp, g, params["eff"], args.mib * 2**20, Path(args.plot))
+    errs, held = errors(params, runs, sp, g, cores), held_out_errors(runs, sp, cores)
+    report(runs, errs, held)
+    measured = np.array([r["seconds"] for r in runs])
+    fitted = (measured, measured * (1 + errs), measured * (1 + held))
+    predict(sp, g, params["eff"], args.mib * 2**20, Path(args.plot), fitted)
 
 
-def predict(sp, g, eff, b, plot: Path) -> None:
-    """Cluster predictions: one core per rank, 8 ranks per node for the hierarchy."""
+def plot_fit(ax, measured, model, held) -> None:
+    """Model against measured seconds on the emulator, with the ±25% band."""
+    lo, hi = min(measured) / 1.5, max(measured) * 1.5
+    ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
+    for f in (0.75, 1.25):
+        ax.plot([lo, hi], [lo * f, hi * f], color="grey", lw=0.6, ls="--")
+    ax.scatter(measured, model, s=14, label="fitted on all points")
+    ax.scatter(measured, held, s=14, marker="x", label="its configuration held out")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title("emulator: model against measured (±25%)")
+    ax.set_xlabel("measured seconds (median of repeats)")
+    ax.set_ylabel("model seconds")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def predict(sp, g, eff, b, plot: Path, fitted: tuple) -> None:
+    """Cluster predictions: one core per rank, 8 ranks per node for the hierarchy; the plot
+    shows them beside fitted (measured and model seconds, and the held-out ones)."""
     ranks = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     rates = [10, 25, 100, 200, 400]
     lines = {
@@ -476,8 +494,9 @@ def predict(sp, g, eff, b, plot: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=False)
-    for ax, gbit in zip(axes, (10, 100, 400), strict=True):
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5), sharey=False)
+    plot_fit(axes[0], *fitted)
+    for ax, gbit in zip(axes[1:], (10, 100, 400), strict=True):
         for label, (variant, hier) in lines.items():
             ax.plot(ranks, [t(variant, n, hier, gbit) for n in ranks], marker=".", label=label)
         ax.set_xscale("log", base=2)
@@ -486,7 +505,7 @@ def predict(sp, g, eff, b, plot: Path) -> None:
         ax.set_xlabel("ranks")
         ax.set_ylabel("seconds per allreduce (model)")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(plot, dpi=110)
     print(f"\nplot: {plot}")
