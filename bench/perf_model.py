@@ -74,7 +74,7 @@ FITTED = ("alpha", "eff", "kappa", "tcp")
 
 
 def codec_speeds(mib: int = 16) -> dict:
-    """Seconds per raw byte on one core (median of 7) of each step the collectives run:
+    """Seconds per raw byte on one core of each step the collectives run:
     compress, decompress and decompress_add per codec, ebq_add of two ebq frames, the finite
     min/max pass of ebq's agreement, a float32 add and memcpy (the node steps). The best of 15:
     one core's speed, whatever else runs; the emulator's sharing is the fit's kappa."""
