@@ -4,7 +4,8 @@ Run through bench/slow_net.sh, e.g.
 ``bench/slow_net.sh --links 4 1gbit 4 .venv/bin/python bench/perf_calibrate.py --rate 1``;
 with ``--links K`` for K < N the ranks of a namespace form an emulated node and the hierarchy
 variants run too. Rank 0 appends one JSON line per variant to ``--out``: ranks, nodes, link
-rate, bytes, algorithm, the median time (slowest rank) and the bytes each rank sent.
+rate, bytes, algorithm, the median time (slowest rank), the bytes each rank sent and the
+machine's 1-minute load when the run began (the emulator shares the machine's cores).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main() -> None:
     p.add_argument("--out", default=str(Path(__file__).parent / "calibration" / "runs.jsonl"))
     args = p.parse_args()
     n = int(args.mib * 2**20) // 4
+    load = round(os.getloadavg()[0], 2)
     x = (np.random.default_rng(RANK).laplace(0, 1e-3, n)).astype(np.float32)
     nodes = len(set(COMM.allgather(os.environ.get("MPIUCC_NODE", str(RANK)))))
     rows = [
@@ -63,7 +65,7 @@ def main() -> None:
         with open(args.out, "a") as f:
             for name, t, sent, ratio in rows:
                 line = dict(ranks=SIZE, nodes=nodes, gbit=args.rate, bytes=x.nbytes, variant=name)
-                line.update(seconds=round(t, 5), sent=sent, ratio=round(ratio, 3))
+                line.update(seconds=round(t, 5), sent=sent, ratio=round(ratio, 3), load=load)
                 f.write(json.dumps(line) + "\n")
                 print(json.dumps(line), flush=True)
 
