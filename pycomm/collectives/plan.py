@@ -25,8 +25,10 @@ from pycomm.collectives.twophase import TwoPhase
 
 ALGORITHMS = ("auto", "ring", "twophase", "allgather", "hierarchy")
 #: Below this many elements in each rank's chunk the gathered algorithm wins on latency (ebq,
-#: whose frame bytes depend on the data, and the hierarchy).
+#: whose frame bytes depend on the data, and the hierarchy), while its bytes allow (below).
 MIN_CHUNK_COUNT = 1 << 14
+#: ebq's frames before the call: its input over this (its ratios run 3-18 on gradients).
+GUESSED_EBQ_RATIO = 8
 #: Pipeline segment: compression of one segment overlaps the exchange of the previous one.
 SEGMENT_COUNT = 1 << 21
 #: What one message costs, counted in bytes on the wire: about a link's latency times its
@@ -53,7 +55,9 @@ def choose(
     leaders then follow the rest of this rule among themselves); else, for ebq, the ``ring``
     from 2 ranks when each rank's chunk holds at least ``MIN_CHUNK_COUNT`` elements (exact
     index sums: no second compression, 1/N of the gathered path's index additions; its frame
-    bytes depend on the data, unknown before the call); for codecs whose frames have a fixed
+    bytes depend on the data, unknown before the call), or when the gathered path's N-1 whole
+    frames would cost more than the ring's extra messages (``gathered_bytes_too_many``: on many
+    ranks a chunk is small while the frames are not); for codecs whose frames have a fixed
     size (the quantizers), whichever of ``twophase`` and ``allgather`` costs less in
     ``exchange_cost`` (bytes sent plus ``MESSAGE_BYTES`` per message; a tie takes
     ``allgather``); else ``allgather`` (one allgather of whole frames: fewest rounds).
@@ -64,11 +68,24 @@ def choose(
         return "hierarchy"
     if spec.caps.fixed_size and size >= 3:
         return _cheaper(spec, size, count, dtype, segment, MESSAGE_BYTES)
-    if count < MIN_CHUNK_COUNT * size:
-        return "allgather"
-    if spec.caps.exact_sum:
-        return "ring" if size >= 2 else "allgather"
+    if spec.caps.exact_sum and size >= 2:
+        small = count < MIN_CHUNK_COUNT * size
+        return (
+            "allgather"
+            if small and not gathered_bytes_too_many(size, count, dtype, segment)
+            else "ring"
+        )
     return "allgather"
+
+
+def gathered_bytes_too_many(size: int, count: int, dtype: np.dtype | str, segment: int) -> bool:
+    """Whether ebq's gathered path sends more than the ring by over what the ring's extra
+    messages cost: per segment of n elements, it sends (N-1)·F(n) against the ring's
+    2(N-1)/N·F(n), in N-1 fewer messages; that is (N-2)/N·F(n) > ``MESSAGE_BYTES``, F(n)
+    guessed at n elements over ``GUESSED_EBQ_RATIO``. Never on 2 ranks (equal bytes)."""
+    segments = max(1, -(-count // max(1, int(segment))))
+    frame = -(-count // segments) * np.dtype(dtype).itemsize / GUESSED_EBQ_RATIO
+    return (size - 2) / size * frame > MESSAGE_BYTES
 
 
 #: The algorithms ``exchange_cost`` weighs (codecs of fixed-size frames).

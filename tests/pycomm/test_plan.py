@@ -73,6 +73,17 @@ def test_ebq_keeps_its_element_rule_and_an_asked_algorithm_wins() -> None:
     assert choose(spec("sign"), 4, BUCKET, "twophase", segment=HOOK_SEGMENT) == "twophase"
 
 
+@pytest.mark.parametrize("ranks", [64, 256, 2048])
+def test_ebq_on_many_ranks_takes_the_ring_where_whole_frames_would_cost_more(ranks) -> None:
+    ebq = make_spec("ebq", error_bound=1e-3)
+    count = (ranks * MIN_CHUNK_COUNT) // 2  # each chunk small, the frames not
+    assert plan.gathered_bytes_too_many(ranks, count, "float32", 1 << 21)
+    assert choose(ebq, ranks, count) == "ring"
+    assert choose(ebq, ranks, ranks) == "allgather"  # one element each: latency rules
+    for small in (2, 3, 8):  # the element rule alone, as measured on few ranks
+        assert choose(ebq, small, small * MIN_CHUNK_COUNT - 1) == "allgather"
+
+
 def test_exchange_refuses_an_algorithm_it_does_not_weigh() -> None:
     with pytest.raises(ValueError, match="ring"):
         exchange("ring", spec("int8"), 4, 1000, "float32", 1 << 21)
