@@ -68,6 +68,7 @@ class DataParallel:
         bucket_mb: float = 25.0,
         error_feedback: bool = True,
         replicated: list[str] | tuple[str, ...] = (),
+        tp_comm: MPI.Comm | None = None,
     ) -> None:
         self.meters = meters
         self.size = group.size()
@@ -83,7 +84,7 @@ class DataParallel:
                 stage, list(replicated)
             )
             self._replicated = ReplicatedGradients(
-                stage, list(replicated), group.comm, error_feedback
+                stage, list(replicated), group.comm, error_feedback, tp_comm
             )
         self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
         params = spec.options()

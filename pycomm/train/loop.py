@@ -105,6 +105,7 @@ class Trainer:
                 self.meters,
                 args.error_feedback,
                 replicated,
+                groups.comm("tp"),
             )
         else:
             self.dp = DataParallel(
@@ -115,6 +116,7 @@ class Trainer:
                 args.bucket_mb,
                 args.error_feedback,
                 replicated=replicated,
+                tp_comm=groups.comm("tp"),
             )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(

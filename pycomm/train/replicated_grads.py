@@ -8,6 +8,11 @@ the replicas would then be averaged differently and drift apart. Here these grad
 DDP (``DistributedDataParallel._set_params_and_buffers_to_ignore_for_model``) and go as one
 flat buffer whose every input (gradients, error-feedback residual, settings) is the same on
 all TP ranks, so that every TP rank computes the same bits.
+
+Not so with ``codec="auto"``: its choice follows what each DP group measured of its own link
+and codecs, so two DP groups fed the same gradients may choose differently (seen: 1 run in 5
+of dp 2 x tp 2 on a loaded machine). Then only the first TP rank's DP groups reduce, and the
+TP group broadcasts their result.
 """
 
 from __future__ import annotations
@@ -32,11 +37,17 @@ class ReplicatedGradients:
     """Averages the gradients of ``names`` (parameters of ``module``) over ``comm``."""
 
     def __init__(
-        self, module: nn.Module, names: list[str], comm: MPI.Comm, error_feedback: bool
+        self,
+        module: nn.Module,
+        names: list[str],
+        comm: MPI.Comm,
+        error_feedback: bool,
+        tp_comm: MPI.Comm | None = None,
     ) -> None:
         wanted = set(names)
         self.params = [p for n, p in module.named_parameters() if n in wanted]
         self.comm = comm.Dup()
+        self.tp = None if tp_comm is None or tp_comm.Get_size() < 2 else tp_comm.Dup()
         self.size = self.comm.Get_size()
         self.numel = sum(p.numel() for p in self.params)
         self.error_feedback = error_feedback
@@ -61,7 +72,11 @@ class ReplicatedGradients:
             spec = pycomm.CodecSpec()
         residual = self.residual if spec.compressed and self.error_feedback else None
         stats = pycomm.CommStats()
-        pycomm.allreduce(x, self.comm, spec, out=x, op="mean", residual=residual, stats=stats)
+        relay = spec.auto and self.tp is not None  # the first TP rank's groups reduce (above)
+        if not relay or self.tp.Get_rank() == 0:
+            pycomm.allreduce(x, self.comm, spec, out=x, op="mean", residual=residual, stats=stats)
+        if relay:
+            self.tp.Bcast(x, root=0)
         if residual is not None and not all_finite(x):
             residual.fill(0)  # nothing of a non-finite step is carried into the next
         offset = 0
@@ -84,3 +99,5 @@ class ReplicatedGradients:
 
     def close(self) -> None:
         self.comm.Free()
+        if self.tp is not None:
+            self.tp.Free()

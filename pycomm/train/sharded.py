@@ -62,6 +62,7 @@ class ShardedDataParallel:
         meters: Meters,
         error_feedback: bool = True,
         replicated: list[str] | tuple[str, ...] = (),
+        tp_comm: MPI.Comm | None = None,
     ) -> None:
         self.meters = meters
         self.module: nn.Module = stage
@@ -80,7 +81,7 @@ class ShardedDataParallel:
         ignored = {p for n, p in stage.named_parameters() if n in wanted}
         if ignored:
             self._replicated = ReplicatedGradients(
-                stage, list(replicated), self.group.comm, error_feedback
+                stage, list(replicated), self.group.comm, error_feedback, tp_comm
             )
         mesh = DeviceMesh.from_group(self.group, "cpu", mesh_dim_names=("dp",))
         for block in stage.blocks.values():

@@ -7,6 +7,8 @@ bucket's extremes (so an ebq grid relative to the bucket's range differs between
 while the replicated ones are the same on the TP ranks of a DP rank. Averaged inside DDP's
 shared buckets the replicas drift apart (the replica check must say so); in their own bucket
 (``DataParallel(replicated=...)``) they stay identical, and the DP result is within the bound.
+With codec="auto" the two DP groups are made to choose differently (one link pinned slow, one
+fast): without the TP group the replicas drift; with it (``tp_comm``) they stay identical.
 """
 
 import torch
@@ -14,6 +16,7 @@ import torch.distributed as dist
 
 import pycomm
 import pycomm.distributed  # noqa: F401
+from pycomm.collectives.engine import engine_of
 from pycomm.train.config import parse_codec
 from pycomm.train.data_parallel import DataParallel
 from pycomm.train.groups import Layout, build_groups
@@ -30,14 +33,16 @@ tpc = TensorParallel(groups.comm("tp"), pycomm.CodecSpec(), pycomm.CodecSpec())
 cfg = ModelConfig(layers=2, width=32, heads=4, seq=16)
 
 
-def train(own_bucket: bool, steps: int = 3) -> None:
+def train(own_bucket: bool, steps: int = 3, codec: str = "ebq:rel:1e-2", tp=None) -> None:
     """SGD steps on synthetic gradients; the replica check after each (raises on drift)."""
     stage = PipelineStage(cfg, 0, 1, tpc, seed=1)
     names = [n for n, _ in stage.named_parameters()]
     replicated = [n for n in names if not is_tp_sharded(n)] if own_bucket else ()
-    dp = DataParallel(
-        stage, groups.dp, parse_codec("ebq:rel:1e-2"), Meters(), replicated=replicated
-    )
+    spec = parse_codec(codec)
+    dp = DataParallel(stage, groups.dp, spec, Meters(), replicated=replicated, tp_comm=tp)
+    if spec.auto:  # the first TP rank's DP group on a slow link (it compresses), the other fast
+        slow = groups.tp_rank == 0
+        engine_of(dp._replicated.comm).link.pin(50e-6, 125e6 if slow else 10e9)
     check = ReplicaCheck(stage, groups)
     opt = torch.optim.SGD(stage.parameters(), lr=0.1)
     try:
@@ -69,6 +74,13 @@ except ReplicaMismatch as exc:
 else:
     raise AssertionError("shared buckets kept the replicas identical: the test lost its point")
 train(own_bucket=True)
+try:
+    train(own_bucket=True, codec="auto:rel:1e-2")
+except ReplicaMismatch as exc:
+    assert "TP ranks differ" in str(exc), exc
+else:
+    raise AssertionError("auto chose alike in both DP groups: the test lost its point")
+train(own_bucket=True, codec="auto:rel:1e-2", tp=groups.comm("tp"))
 tpc.close()
 dist.barrier()
 if groups.rank == 0:
