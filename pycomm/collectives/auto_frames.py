@@ -15,7 +15,6 @@ from mpi4py import MPI
 
 from pycomm.collectives.auto import (
     NONE,
-    REFRESH,
     Choice,
     ebq_spec,
     local_figures,
@@ -55,18 +54,20 @@ def agreed_gather_choice(
 
 def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
     """spec="auto" resolved by a sender alone (point-to-point: the frame says what it is); a
-    raw decision is kept for the next ``REFRESH`` sends of the same size, dtype and contract."""
+    raw decision is kept for the next sends of the same size, dtype and contract, as long as
+    ``auto.Seen.decided`` says."""
     if spec.lossless or a.size == 0:
         return NONE
     entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
-    if entry.kept == "raw" and entry.since < REFRESH:
+    if entry.kept == "raw" and entry.since < entry.refresh:
         entry.since += 1
         return NONE
     top, scale = _gather_statistics(a, spec)
     bound = spec.error_bound * -scale
     fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
-    entry.kept, entry.since = ("raw" if name == "raw" else None), 0
+    entry.decided(name)
+    entry.kept = "raw" if name == "raw" else None
     return NONE if name == "raw" else spec_of(spec, name)
 
 
