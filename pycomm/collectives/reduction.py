@@ -176,6 +176,7 @@ def _allreduce(
             run_segments(eng, alg, a, res, err, segments, stats, source)
         if op == "mean":
             np.divide(res, size, out=res)
+        stats.lossy_calls += not spec.lossless
         if choice is not None:  # what this call teaches auto: ratio, codec cost, overhead
             framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
             elapsed = time.perf_counter() - t1

@@ -28,6 +28,10 @@ class CommStats:
     #: results that held NaN or ±Inf (counted by the DDP hooks, per bucket; the same on
     #: every rank, so every rank can skip the step alike)
     nonfinite: int = 0
+    #: allreduces that sent lossy frames (not raw, not a lossless codec; with codec="auto",
+    #: those it resolved so): the same on every rank. An error monitor has nothing to measure
+    #: in the others.
+    lossy_calls: int = 0
 
     @property
     def ratio(self) -> float:

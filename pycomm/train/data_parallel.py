@@ -32,13 +32,16 @@ from pycomm.train.replicated_grads import ReplicatedGradients
 
 class _TimedHookState:
     """The hook's state, plus when DDP last handed a bucket over (to time the exposed wait)
-    and, on the guard's sampled steps, each bucket's input and result (``sampled``)."""
+    and, on the guard's sampled steps, each bucket's input and result (``sampled``) where it
+    went lossy (``lossy_seen``: the hook's count of lossy calls when the last one ended;
+    buckets end in call order on the communication thread)."""
 
     def __init__(self, inner: CompressHookState, compress: bool) -> None:
         self.inner, self.compress = inner, compress
         self.last_bucket_at = 0.0
         self.sampling = False
         self.sampled: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.lossy_seen = 0
 
 
 def _timed_hook(state: _TimedHookState, bucket):  # noqa: ANN001, ANN202 (DDP checks annotations)
@@ -50,7 +53,10 @@ def _timed_hook(state: _TimedHookState, bucket):  # noqa: ANN001, ANN202 (DDP ch
 
     def keep(fut):  # noqa: ANN001, ANN202
         result = fut.value()
-        state.sampled.append((given, result.detach().clone()))
+        lossy = state.inner.stats.lossy_calls
+        if lossy != state.lossy_seen:  # this bucket went lossy (raw: nothing to measure)
+            state.sampled.append((given, result.detach().clone()))
+        state.lossy_seen = lossy
         return result
 
     return hook(state.inner, bucket).then(keep)
@@ -159,6 +165,7 @@ class DataParallel:
         if self._state is not None:
             self._state.sampling = on
             self._state.sampled.clear()
+            self._state.lossy_seen = self._state.inner.stats.lossy_calls
 
     def close(self) -> None:
         if self._state is not None:

@@ -103,9 +103,11 @@ def one_decision(label: str) -> str:
 def check_bound(scenario, kind, n, op, contract, seed) -> str:
     mode, bound = contract
     x = data(kind, n, seed)
-    y = pycomm.allreduce(x, codec=f"auto:{mode}:{bound}", op=op)
+    stats = pycomm.CommStats()
+    y = pycomm.allreduce(x, codec=f"auto:{mode}:{bound}", op=op, stats=stats)
     label = f"{scenario} {kind} n={n} {op} {mode}:{bound}"
     choice = one_decision(label)
+    assert stats.lossy_calls == (choice != "raw"), f"{label}: {choice}, {stats.lossy_calls}"
     same_everywhere(y, label)
     allx = everyone(x).astype(np.float64)
     exact = allx.sum(0) / (SIZE if op == "mean" else 1)

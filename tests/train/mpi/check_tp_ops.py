@@ -8,6 +8,7 @@ from mpi4py import MPI
 
 import pycomm
 from pycomm.train.config import parse_codec
+from pycomm.train.guard import Guard
 from pycomm.train.model import Block, ModelConfig, init_parameters
 from pycomm.train.tensor_parallel import (
     ParallelBlock,
@@ -86,6 +87,19 @@ for name, p in block.named_parameters():
     assert (p.grad - ref[name]).abs().max() <= 1e-3 * ref[name].abs().max() + 1e-5, name
 assert tp.meters.ops["tp_fwd"].calls == 2 and tp.meters.ops["tp_bwd"].calls == 2
 tp.close()
+
+# 5. the guard measures a call that sent lossy frames, not one that went raw (auto on shared
+# memory): a raw sum has no codec error to measure, and its reference would cost a second sum.
+for codec, lossy in (("ebq:rms:5e-3", True), ("auto:rms:5e-3", False)):
+    spec = parse_codec(codec)
+    tp = TensorParallel(world, spec, spec)
+    tp.guard = Guard({"tp_fwd": (lambda spec=spec: spec, None)}, every=1)
+    tp.guard.begin_step(0)
+    tp.allreduce(torch.randn(4096, generator=gen), "fwd")
+    measured = tp.guard.samples["tp_fwd"].norm2 > 0
+    assert measured == lossy, (codec, tp.guard.samples["tp_fwd"].norm2)
+    tp.guard.close()
+    tp.close()
 
 world.Barrier()
 if rank == 0:
