@@ -151,13 +151,18 @@ def _allreduce(
         what = ("allreduce", algorithm, ef, segment)
         kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
     size = comm.Get_size()
+    host_worker = feedback is not None and source is None  # err is feedback.worker itself
+    if feedback is not None:  # known zero after this call only where it empties it (below)
+        zero, feedback.worker_zero = host_worker and feedback.worker_zero, False
     if source is not None and (kw is None or plan.name == "hierarchy"):
         err = source.fetch(a)  # the raw values are needed here (sent exactly, or node sums)
         source = None
     if kw is None:
-        if err is not None:  # the residual goes out now, exactly
+        if err is not None and not (host_worker and zero):  # it goes out now, exactly
             a = a + err
             err[...] = 0
+        if host_worker:
+            feedback.worker_zero = True
         t1 = time.perf_counter()
         plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
         wide = 2 if spec.caps.exact_sum and a.dtype == np.float32 else 1
