@@ -91,8 +91,8 @@ class Seen:
     """What auto keeps of one key (a call's settings digest: what, size, dtype, op,
     contract): the ratio each ebq level reached (this rank's frames) and, from agreed values
     only (the same on every rank), the candidate the last full decision kept (None: decide
-    in full), how many calls ago that was, the last full decision's pick and how many calls
-    its successor keeps (``refresh``)."""
+    in full), how many calls ago that was, the last kept pick and how many calls a kept pick
+    is kept for (``refresh``)."""
 
     __slots__ = ("ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw")
 
@@ -104,11 +104,13 @@ class Seen:
         self.since = 0
         self.refresh = REFRESH
 
-    def decided(self, name: str) -> None:
-        """A full decision picked ``name``: keep a repeated pick twice as long as the last."""
-        repeated = name == self.last
+    def decided(self, name: str, keep: bool) -> None:
+        """A full decision picked ``name``, kept (``keep``) for ``REFRESH`` calls, twice as
+        long as the last time where it repeats the last kept pick (up to ``MAX_REFRESH``)."""
+        repeated = keep and name == self.last
         self.refresh = min(2 * self.refresh, MAX_REFRESH) if repeated else REFRESH
-        self.last, self.since, self.kept = name, 0, None
+        self.kept = self.last = name if keep else None
+        self.since = 0
 
 
 class Observed:
@@ -228,7 +230,6 @@ def agreed_choice(
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )
     name = pick(fig)
-    entry.decided(name)
     # Kept for the next REFRESH calls once the link has been measured (a first guess kept a
     # slow link's DDP bucket raw for 16 steps), or, where it was not (a key of small
     # messages), if raw also wins on the slowest link their transfers allow; raw only with
@@ -239,9 +240,8 @@ def agreed_choice(
         if not measured and seen.probes < PROBES:  # it may matter: measure the link
             seen.probes += 1
             _probe(eng, comm)
-    if measured:
-        room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
-        entry.kept = name if room else None
+    room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
+    entry.decided(name, keep=measured and room)
     if name == "raw":
         return _raw(spec, top, ranks, a.dtype, limit, key)
     chosen = spec_of(spec, name)
@@ -286,8 +286,8 @@ def _kept(
         err = cast_error(name, top, ranks, a.dtype)
         if err is not None and err <= limit:
             return Choice(name, CASTS[name], CASTS[name].codec_kwargs(), key)
-    if name != "raw":
-        entry.kept = None
+    if name != "raw":  # and the next full decision's pick counts as new
+        entry.kept = entry.last = None
     return _raw(spec, top, ranks, a.dtype, limit, key)
 
 

@@ -66,8 +66,7 @@ def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
     bound = spec.error_bound * -scale
     fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
-    entry.decided(name)
-    entry.kept = "raw" if name == "raw" else None
+    entry.decided(name, keep=name == "raw")
     return NONE if name == "raw" else spec_of(spec, name)
 
 

@@ -69,12 +69,9 @@ def choose(
     if spec.caps.fixed_size and size >= 3:
         return _cheaper(spec, size, count, dtype, segment, MESSAGE_BYTES)
     if spec.caps.exact_sum and size >= 2:
-        small = count < MIN_CHUNK_COUNT * size
-        return (
-            "allgather"
-            if small and not gathered_bytes_too_many(size, count, dtype, segment)
-            else "ring"
-        )
+        if count < MIN_CHUNK_COUNT * size:
+            return "ring" if gathered_bytes_too_many(size, count, dtype, segment) else "allgather"
+        return "ring"
     return "allgather"
 
 
@@ -83,9 +80,15 @@ def gathered_bytes_too_many(size: int, count: int, dtype: np.dtype | str, segmen
     messages cost: per segment of n elements, it sends (N-1)·F(n) against the ring's
     2(N-1)/N·F(n), in N-1 fewer messages; that is (N-2)/N·F(n) > ``MESSAGE_BYTES``, F(n)
     guessed at n elements over ``GUESSED_EBQ_RATIO``. Never on 2 ranks (equal bytes)."""
+    _, n = segmented(count, segment)
+    return (size - 2) / size * n * np.dtype(dtype).itemsize / GUESSED_EBQ_RATIO > MESSAGE_BYTES
+
+
+def segmented(count: int, segment: int) -> tuple[int, int]:
+    """(segments, elements of the largest) of an allreduce of count run in segments of at
+    most ``segment`` elements."""
     segments = max(1, -(-count // max(1, int(segment))))
-    frame = -(-count // segments) * np.dtype(dtype).itemsize / GUESSED_EBQ_RATIO
-    return (size - 2) / size * frame > MESSAGE_BYTES
+    return segments, -(-count // segments)
 
 
 #: The algorithms ``exchange_cost`` weighs (codecs of fixed-size frames).
@@ -132,8 +135,7 @@ def exchange(
     """
     dt = np.dtype(dtype).name
     kw = spec.codec_kwargs()
-    segments = max(1, -(-count // max(1, int(segment))))
-    n = -(-count // segments)
+    segments, n = segmented(count, segment)
 
     def frame(k: int) -> int:
         return pycodecs.compress_bound(k, dtype=dt, **kw)

@@ -152,13 +152,14 @@ def _allreduce(
         kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
     size = comm.Get_size()
     host_worker = feedback is not None and source is None  # err is feedback.worker itself
+    known_zero = host_worker and feedback.worker_zero
     if feedback is not None:  # known zero after this call only where it empties it (below)
-        zero, feedback.worker_zero = host_worker and feedback.worker_zero, False
+        feedback.worker_zero = False
     if source is not None and (kw is None or plan.name == "hierarchy"):
         err = source.fetch(a)  # the raw values are needed here (sent exactly, or node sums)
         source = None
     if kw is None:
-        if err is not None and not (host_worker and zero):  # it goes out now, exactly
+        if err is not None and not known_zero:  # the residual goes out now, exactly
             a = a + err
             err[...] = 0
         if host_worker:

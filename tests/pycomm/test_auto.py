@@ -344,13 +344,29 @@ def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
 
     seen = auto.Seen(7)
     for name in ("raw", "raw", "raw"):
-        seen.decided(name)
+        seen.decided(name, keep=True)
     assert seen.refresh == 4 * auto.REFRESH
-    seen.decided("ebq_fast")
-    assert (seen.refresh, seen.last, seen.since, seen.kept) == (auto.REFRESH, "ebq_fast", 0, None)
+    seen.decided("ebq_fast", keep=True)
+    assert (seen.refresh, seen.last, seen.since, seen.kept) == (
+        auto.REFRESH,
+        "ebq_fast",
+        0,
+        "ebq_fast",
+    )
     for _ in range(20):
-        seen.decided("ebq_fast")
+        seen.decided("ebq_fast", keep=True)
     assert seen.refresh == auto.MAX_REFRESH
+
+
+def test_a_pick_not_kept_does_not_lengthen_the_next_keep() -> None:
+    from pycomm.collectives import auto
+
+    seen = auto.Seen(7)
+    for _ in range(5):  # e.g. a link not measured yet: decided in full, never kept
+        seen.decided("raw", keep=False)
+    assert (seen.refresh, seen.kept, seen.last) == (auto.REFRESH, None, None)
+    seen.decided("raw", keep=True)
+    assert (seen.refresh, seen.kept) == (auto.REFRESH, "raw")
 
 
 @pytest.mark.parametrize("contract, wide", [("auto:rel:1e-3", True), ("auto:rel:3e-2", False)])
