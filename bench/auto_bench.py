@@ -83,7 +83,7 @@ def decision_cost(repeats: int) -> dict:
     eng, comm = lone_engine(engine_of(COMM)), TwoRanks()
 
     def algorithm_of(spec):
-        return _flat_plan(eng, comm, spec, "auto", x, SEGMENT_COUNT).cost_name
+        return _flat_plan(eng, comm, spec, "auto", x, SEGMENT_COUNT).name
 
     for contract in CONTRACTS:
         spec = make_spec(contract)

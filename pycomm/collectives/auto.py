@@ -25,7 +25,6 @@ as sent (allgather, bcast, send) are ``auto_frames``'.
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -67,8 +66,6 @@ RAW_MARGIN = 16.0
 #: One small uncompressed call in this many is a sample of the link and of auto's overhead
 #: (``record_raw``).
 RAW_SAMPLING = 8
-#: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
-CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 
@@ -85,6 +82,10 @@ class Choice:
     spec: CodecSpec
     kw: dict | None
     key: int
+
+
+#: Candidate codes in a ``Seen.token`` (0: none).
+CODES = {None: 0, "raw": 1, "fp16": 2, "bf16": 3, "ebq_fast": 4, "ebq_dense": 5}
 
 
 class Seen:
@@ -104,6 +105,21 @@ class Seen:
         self.since = 0
         self.refresh = REFRESH
 
+    def current(self) -> str | None:
+        """The kept candidate this call takes, or None: decide in full."""
+        return self.kept if self.since < self.refresh else None
+
+    def token(self) -> float:
+        """This key's agreed state as one number (exact in a double): ranks whose tokens are
+        equal hold the same state, so they take the same path and the same decision."""
+        kept, last = CODES[self.current()], CODES[self.last]
+        return 1.0 + kept + 8 * last + 64 * (self.since + 512 * self.refresh)
+
+    def forget(self) -> None:
+        """Back to a new key's state (the ratios, this rank's measurements, stay)."""
+        self.kept = self.last = None
+        self.since, self.refresh = 0, REFRESH
+
     def decided(self, name: str, keep: bool) -> None:
         """A full decision picked ``name``, kept (``keep``) for ``REFRESH`` calls, twice as
         long as the last time where it repeats the last kept pick (up to ``MAX_REFRESH``)."""
@@ -117,22 +133,27 @@ class Observed:
     """What auto learns on one communicator: per key a ``Seen``, per codec its measured
     cost, per kind of call (raw, ebq, cast) its overhead, and the last agreed figures."""
 
-    __slots__ = ("keys", "codec_costs", "overheads", "agreed", "probes", "raw_calls")
+    __slots__ = ("keys", "sends", "codec_costs", "overheads", "agreed", "probes", "raw_calls")
 
     def __init__(self) -> None:
         self.probes = 0  # link probes made (agreed decisions: the same count on every rank)
         self.raw_calls = 0
-        self.keys: dict[int, Seen] = {}
+        self.keys: dict[int, Seen] = {}  # collectives' keys
+        self.sends: dict[int, Seen] = {}  # a point-to-point sender's own (never agreed)
         self.codec_costs = {name: deque(maxlen=WINDOW) for name in CODEC_COSTS}
         self.overheads = {kind: deque(maxlen=WINDOW) for kind in ("raw", "ebq", "cast")}
         self.agreed: Figures | None = None
 
-    def key(self, key: int) -> Seen:
-        entry = self.keys.get(key)
+    def key(self, key: int, table: dict[int, Seen] | None = None) -> Seen:
+        """key's entry in ``table`` (the collectives' by default), made on first use; the
+        table is emptied when full. Nothing here need be the same on every rank: a call
+        agrees on its entry's ``token`` before it relies on it."""
+        table = self.keys if table is None else table
+        entry = table.get(key)
         if entry is None:
-            if len(self.keys) >= MAX_KEYS:  # the same on every rank: keys come in call order
-                self.keys.clear()
-            entry = self.keys[key] = Seen(key)
+            if len(table) >= MAX_KEYS:
+                table.clear()
+            entry = table[key] = Seen(key)
         return entry
 
 
@@ -172,51 +193,69 @@ def agreed_choice(
     ef: bool,
     algorithm_of: Callable[[CodecSpec], str],
     source: Source | None = None,
+    residual: np.ndarray | None = None,
 ) -> Choice:
     """Agree (one allreduce, as ``bound.agreed_kwargs``) and resolve spec="auto" for a.
 
-    ``algorithm_of(spec)`` names the algorithm the collective would run for spec ("ring" or
-    "allgather"); ``ef``: a residual is sent along (casts are then left out: the residual's
-    size is not part of the proven bound).
+    ``algorithm_of(spec)`` names the algorithm the collective would run for spec (the proofs
+    and the model are that algorithm's); ``ef``: a residual is sent along (casts are then left
+    out: the residual's size is not part of the proven bound); ``residual``: the host residual
+    added to a before compression (the bound's statistics are those of a + residual).
 
     The candidate a full decision on this key chose (raw only where a sum in the dtype kept
     the bound with room to spare, ``RAW_MARGIN``) is kept for the next ``REFRESH`` calls of
     the key (more while full decisions repeat it: ``Seen.decided``), without this rank's
-    figures and the model: a function of agreed values and the call count, so the same on
-    every rank. Their statistics are still agreed, and a kept
-    candidate that they no longer prove within the bound gives way to raw (``_kept``); a sum
-    in the dtype that could now exceed the bound is made in float64 instead. One rank takes
-    raw at once: its "sum" is its input, exact. With an rms bound
-    loose enough to hold for any data (``cost.raw_within_rms``) such a call needs nothing
-    agreed, and makes no agreement: it costs what an uncompressed MPI allreduce costs. As
-    with the torch backend's fast path, ranks that pass different arguments to it are then
-    caught by MPI, not by the agreement; ``MPIUCC_CHECK=1`` keeps the agreement.
+    figures and the model. Every call agrees, and the agreement carries the key's state
+    (``Seen.token``): the kept candidate is taken only where every rank's state is the same,
+    else every rank forgets the key and decides in full (a second agreement with the figures),
+    so no rank-local memory (a table emptied on one rank, a call that failed on one) can lead
+    ranks down different paths. The statistics are still agreed, and a kept candidate that
+    they no longer prove within the bound gives way to raw (``_kept``); a sum in the dtype
+    that could now exceed the bound is made in float64 instead. With an rms bound loose
+    enough to hold for any data (``cost.raw_within_rms``) a kept raw needs no statistics: its
+    agreement carries the settings and the token alone. One rank takes raw at once: its "sum"
+    is its input, exact.
     """
     sig = key = spec.signature(what, a.dtype.str, a.size, op, *extra)  # the settings digest
-    ranks, mean = comm.Get_size(), op == "mean"
+    ranks = comm.Get_size()
+    label = _label(what, a.dtype, a.size, op)
     if spec.lossless or a.size == 0 or ranks < 2:  # one rank: the "sum" is x itself, exact
-        eng.agree(_label(what, a.dtype, a.size, op), sig)
+        eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
     seen = observed(eng)
     entry = seen.key(key)
-    kept = entry.kept if entry.since < entry.refresh else None
-    if kept == "raw" and spec.mode == "rms":  # proven for any data: no statistics needed
-        if raw_within_rms(spec.error_bound, a.size, ranks, mean, a.dtype):
-            entry.since += 1
-            if CHECKED:
-                eng.agree(_label(what, a.dtype, a.size, op), sig)
-            return entry.raw
-    label = _label(what, a.dtype, a.size, op)
-    stats = local_statistics(a, spec, source)
-    figures = () if kept else local_figures(eng, key).agreed_vector()
-    v = eng.agree(label, sig, (*stats, *figures)).tolist()  # Python floats: faster arithmetic
-    bound, top = contract(spec, v[:2])
-    limit = budget(bound, top, ranks, mean, a.dtype)
-    if kept:  # the kept candidate, if this call's agreed statistics still prove it
+    kept, token = entry.current(), entry.token()
+    stats = figures = ()
+    if not (kept == "raw" and spec.mode == "rms" and raw_within_rms(
+        spec.error_bound, a.size, ranks, op == "mean", a.dtype
+    )):  # fmt: skip
+        stats = local_statistics(a, spec, source, residual)
+        figures = () if kept else local_figures(eng, key).agreed_vector()
+    v = eng.agree(label, sig, (token, -token, *stats, *figures)).tolist()  # Python floats
+    if v[0] != -v[1]:  # the ranks remember this key differently: all decide afresh
+        entry.forget()
+        stats = stats or local_statistics(a, spec, source, residual)
+        figures = local_figures(eng, key).agreed_vector()
+        v = eng.agree(label, sig, (0.0, 0.0, *stats, *figures)).tolist()
+    elif kept:
         entry.since += 1
-        return _kept(kept, spec, v[:2], ranks, op, a, key, top, limit, entry)
-    fig = seen.agreed = Figures.from_agreed(v[2:])
-    levels = {name: final_kwargs(ebq_spec(spec, name), v[:2], ranks, op, a) for name in LEVELS}
+        if not stats:
+            return entry.raw
+        return _kept(kept, spec, v[2:4], ranks, op, a, key, entry, algorithm_of)
+    return _decide(eng, comm, a, spec, op, key, v[2:4], v[4:], ef, algorithm_of, entry)
+
+
+def _decide(
+    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, op: str, key: int,
+    agreed: list, agreed_figures: list, ef: bool, algorithm_of: Callable[[CodecSpec], str],
+    entry: Seen,
+) -> Choice:  # fmt: skip
+    """A full decision from the agreed statistics and figures (the same on every rank)."""
+    seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
+    bound, top = contract(spec, agreed)
+    limit = budget(bound, top, ranks, mean, a.dtype)
+    fig = seen.agreed = Figures.from_agreed(agreed_figures)
+    levels = {name: final_kwargs(ebq_spec(spec, name), agreed, ranks, op, a) for name in LEVELS}
     pick = functools.partial(
         choose,
         count=a.size,
@@ -271,19 +310,21 @@ def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float,
 
 
 def _kept(
-    name: str, spec: CodecSpec, agreed, ranks: int, op: str, a: np.ndarray, key: int,
-    top: float, limit: float, entry: Seen,
+    name: str, spec: CodecSpec, agreed: list, ranks: int, op: str, a: np.ndarray, key: int,
+    entry: Seen, algorithm_of: Callable[[CodecSpec], str],
 ) -> Choice:  # fmt: skip
     """The kept candidate without figures or model, where this call's agreed statistics
-    still prove its bound (ebq: a per-rank bound exists; a cast: ``cast_error`` within the
-    budget); else raw, and the next call decides in full. Agreed values only: the same on
-    every rank."""
+    still prove its bound (ebq: a per-rank bound exists; a cast: ``cast_error`` of the
+    algorithm that will run within the budget); else raw, and the next call decides in full.
+    Agreed values only: the same on every rank."""
+    bound, top = contract(spec, agreed)
+    limit = budget(bound, top, ranks, op == "mean", a.dtype)
     if name in LEVELS:
         kw = final_kwargs(ebq_spec(spec, name), agreed, ranks, op, a)
         if kw is not None:
             return Choice(name, ebq_spec(spec, name), kw, key)
     elif name in CASTS:
-        err = cast_error(name, top, ranks, a.dtype)
+        err = cast_error(name, top, ranks, a.dtype, algorithm_of(CASTS[name]))
         if err is not None and err <= limit:
             return Choice(name, CASTS[name], CASTS[name].codec_kwargs(), key)
     if name != "raw":  # and the next full decision's pick counts as new
@@ -354,7 +395,6 @@ def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PRE
     from pycomm.collectives.bound import rank_bound
     from pycomm.collectives.engine import engine_of
     from pycomm.collectives.plan import choose as plan
-    from pycomm.collectives.plan import cost_name
     from pycomm.collectives.spec import make_spec
 
     comm = MPI.COMM_WORLD if comm is None else comm
@@ -369,9 +409,7 @@ def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PRE
         choices[_bytes_label(size)] = choose(
             fig, count=count, dtype=dtype, ranks=ranks, mean=True, bound=bound, top=top,
             rank_bound=e, casts=True,
-            algorithm_of=lambda name, count=count: cost_name(
-                plan(spec_of(spec, name), ranks, count)
-            ),
+            algorithm_of=lambda name, count=count: plan(spec_of(spec, name), ranks, count),
         )  # fmt: skip
     return {
         "link": eng.link.describe(),

@@ -58,7 +58,8 @@ def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
     ``auto.Seen.decided`` says."""
     if spec.lossless or a.size == 0:
         return NONE
-    entry = observed(eng).key(spec.signature("send", a.dtype.str, a.size))
+    seen = observed(eng)  # its own table: the collectives' keys are agreed, these never are
+    entry = seen.key(spec.signature("send", a.dtype.str, a.size), seen.sends)
     if entry.kept == "raw" and entry.since < entry.refresh:
         entry.since += 1
         return NONE

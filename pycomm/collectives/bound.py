@@ -10,7 +10,10 @@ where M bounds |x_i| and u is the unit roundoff of the dtype (plus the double pr
 final rounding adds u*N*(M + e), the mean's division u*(M + E), and outliers (NaN, Inf, or an
 element the grid cannot meet, sent exactly) are added in the dtype along the ring, at most N-1
 roundings of at most u*N*(M + e) each. ``rank_bound`` picks the largest e that keeps the total
-within the user's bound E, or returns None when the dtype cannot meet E at this magnitude.
+within the user's bound E, or returns None when the dtype cannot meet E at this magnitude, or
+when the decoded sum N*(M + e) could overflow the dtype (a mean of values near its largest is
+finite: ``plain`` computes it without overflow). None sends the data uncompressed, summed
+wide (``plain``: float32 in float64, float64 split so its sums are exact), rounded once.
 
 With the node hierarchy (``node_bound``) a node of k ranks first sums its inputs in float64 and
 rounds the sum once to the dtype: off by at most k*M*(u + 2(k-1)*2^-53) (u the dtype's unit
@@ -54,7 +57,14 @@ def rank_bound(
     e = slack / (n + rounding * n) * (1 - 2.0**-30)
     if not (e > 0 and np.isfinite(e)) or magnitude / e >= MAX_INDEX:
         return None
+    if n * (magnitude + e) * (1 + 2 * u) > _largest(dtype):  # the decoded sum could overflow
+        return None
     return e
+
+
+@functools.lru_cache(maxsize=8)
+def _largest(dtype: np.dtype) -> float:
+    return float(np.finfo(dtype).max)
 
 
 def node_bound(
@@ -81,6 +91,7 @@ def agreed_kwargs(
     *extra: object,
     source: Source | None = None,
     budget: Callable[[float, float, bool, np.dtype], float | None] | None = None,
+    residual: np.ndarray | None = None,
 ) -> dict | None:
     """Agree on the settings across ranks; the pycodecs keywords, or None to go uncompressed.
 
@@ -89,22 +100,31 @@ def agreed_kwargs(
     ranks' finite inputs; ``mode="rms"``: relative to the largest root-mean-square of a rank's
     finite inputs; either agreed in the same allreduce); None also when the dtype cannot meet
     that bound at this magnitude. ``source`` (a ``Source``) gives these statistics when a's
-    values live elsewhere. ``budget(bound, magnitude, mean, dtype)`` gives the per-rank bound
-    once the ranks agree (``rank_bound`` on comm's ranks by default; the hierarchy's
-    ``node_bound``).
+    values live elsewhere; ``residual`` (error feedback) is added to a before compression, so
+    the statistics, and the bound, are those of a + residual (what is sent).
+    ``budget(bound, magnitude, mean, dtype)`` gives the per-rank bound once the ranks agree
+    (``rank_bound`` on comm's ranks by default; the hierarchy's ``node_bound``).
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
     label = f"{what} {spec.codec} {a.dtype} x{a.size} {op}"
     if not (spec.caps.exact_sum and spec.caps.bounded):
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
-    agreed = eng.agree(label, sig, local_statistics(a, spec, source))
+    agreed = eng.agree(label, sig, local_statistics(a, spec, source, residual))
     return final_kwargs(spec, agreed, comm.Get_size(), op, a, budget)
 
 
-def local_statistics(a: np.ndarray, spec: CodecSpec, source: Source | None = None) -> tuple:
+def local_statistics(
+    a: np.ndarray,
+    spec: CodecSpec,
+    source: Source | None = None,
+    residual: np.ndarray | None = None,
+) -> tuple:
     """This rank's two maxima for spec's bound: (max |x|, rms) for ``mode="rms"``, else
-    (max, -min) of the finite inputs (``source``'s when given); one pass over a."""
+    (max, -min) of the finite values sent: a + residual (as the codec adds them, in the
+    dtype), or ``source``'s; one pass over a (and the residual)."""
+    if residual is not None:
+        a = a + residual
     if source is None:
         if spec.mode == "rms":
             return finite_top_rms(a)

@@ -98,7 +98,9 @@ def choose(
 
     ``bound`` and ``top``: the user's bound on the result and the largest |x| (agreed);
     ``rank_bound``: ebq's per-rank bound (None: ebq cannot keep the bound at this magnitude);
-    ``casts``: whether fp16/bf16 may be weighed at all.
+    ``casts``: whether fp16/bf16 may be weighed at all; ``algorithm_of(name)``: the
+    algorithm the collective would run for candidate ``name`` (the cast's proof is that
+    algorithm's).
     """
     if ranks < 2:
         return "raw"
@@ -109,12 +111,17 @@ def choose(
     def allowed(name: str) -> bool:
         if name not in CAST_ROUNDOFF:
             return rank_bound is not None
-        err = cast_error(name, top, ranks, dtype) if casts else None
+        err = cast_error(name, top, ranks, dtype, algorithm_of(name)) if casts else None
         return err is not None and err <= limit
 
     raw_t = predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide)
     timed = (
-        (name, predict(fig, name, count, itemsize, ranks, algorithm_of(name), rank_bound, top))
+        (
+            name,
+            predict(
+                fig, name, count, itemsize, ranks, cost_name(algorithm_of(name)), rank_bound, top
+            ),
+        )
         for name in CANDIDATES[1:]
         if allowed(name)
     )
@@ -181,21 +188,39 @@ def ratios(fig: Figures, rank_bound: float, top: float, itemsize: int) -> tuple[
     return fast, fig.ratio_dense or fast * fig.dense_share
 
 
-def cast_error(name: str, top: float, ranks: int, dtype: np.dtype) -> float | None:
-    """Worst |result - exact sum| of a cast allreduce on N ranks with |x| <= top (None: a
-    partial sum could overflow fp16).
+def cast_error(name: str, top: float, ranks: int, dtype: np.dtype, algorithm: str) -> float | None:
+    """Worst |result - exact sum| of a cast allreduce run by ``algorithm`` on N ranks with
+    |x| <= top; None where there is no proof (a partial sum could overflow fp16, or an
+    algorithm this proof does not model).
 
-    Either algorithm rounds at most N(N+1)/2 values of at most k*top (k <= N contributions,
-    grown by earlier roundings), each by u*|v| + floor, and adds in the dtype at most N^2
-    times units of top: the ring casts its partial sums after each of N-1 steps, the gathered
-    algorithm casts N inputs and adds them in rank order.
+    Each cast rounds a value v by at most u*|v| + floor, and the float additions in the dtype
+    add at most N^2 units of roundoff of top (N-1 additions of partial sums of at most N*top),
+    every value grown by (1+u)^N for earlier roundings:
+    - "allgather": every rank casts its input once (N casts of at most top), and the decoded
+      frames are added in rank order;
+    - "twophase": the same N casts and additions by each chunk's owner, then the owner casts
+      the sum (at most N*top) once more before the allgather.
     """
     u, n = CAST_ROUNDOFF[name], float(ranks)
     grow = (1 + u) ** n
     if name == "fp16" and not n * top * grow <= FP16_LIMIT:
         return None
-    casts = n * (n + 1) / 2 * (u * top * grow + CAST_FLOOR[name])
+    if algorithm not in CAST_ALGORITHMS:
+        return None
+    casts = n * (u * top * grow + CAST_FLOOR[name])
+    if algorithm == "twophase":
+        casts += u * n * top * grow + CAST_FLOOR[name]
     return casts + n * n * unit_roundoff(dtype) * top * grow
+
+
+#: The algorithms ``cast_error`` has a proof for.
+CAST_ALGORITHMS = ("allgather", "twophase")
+
+
+def cost_name(algorithm: str) -> str:
+    """The name the cost model knows an algorithm by: "ring" for the exchanges that move
+    2(N-1)/N of the frames (ring, two-phase), else "allgather"."""
+    return "ring" if algorithm in ("ring", "twophase") else "allgather"
 
 
 def raw_error(top: float, ranks: int, dtype: np.dtype) -> float:

@@ -51,10 +51,10 @@ from pycomm.collectives.waits import (
     tester,
 )
 
-#: Maxima every agreement carries (ebq's max and -min, codec="auto"'s figures; zeros for the
-#: rest): one fixed length, so that a rank with invalid arguments (``agree_failed``) sends the
-#: same vector shape.
-AGREED_MAXIMA = 14
+#: Maxima every agreement carries (ebq's max and -min; codec="auto"'s key state, statistics
+#: and figures; zeros for the rest): one fixed length, so that a rank with invalid arguments
+#: (``agree_failed``) sends the same vector shape.
+AGREED_MAXIMA = 16
 
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]

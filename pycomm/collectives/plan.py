@@ -15,6 +15,7 @@ import pycodecs
 from mpi4py import MPI
 
 from pycomm.collectives.bound import node_bound, rank_bound
+from pycomm.collectives.cost import cost_name
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.gathered import Gathered
 from pycomm.collectives.nodes import Layout, layout_of, spans_nodes
@@ -150,12 +151,6 @@ def exchange(
     else:
         raise ValueError(f"exchange weighs {FIXED}, not {name!r}")
     return segments * sent, segments * messages
-
-
-def cost_name(algorithm: str) -> str:
-    """The name codec="auto"'s cost model knows an algorithm by: "ring" for the exchanges that
-    move 2(N-1)/N of the frames (ring, two-phase), else "allgather"."""
-    return "ring" if algorithm in ("ring", "twophase") else "allgather"
 
 
 def check_algorithm(spec: CodecSpec, algorithm: str) -> None:

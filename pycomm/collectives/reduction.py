@@ -16,7 +16,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives import auto, hierarchy
+from pycomm.collectives import auto, hierarchy, plain
 from pycomm.collectives.bound import agreed_kwargs
 from pycomm.collectives.buffers import (
     as_array,
@@ -25,7 +25,6 @@ from pycomm.collectives.buffers import (
     check_reducible,
     chunk_bounds,
     output_like,
-    same_buffer,
 )
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.feedback import ErrorFeedback
@@ -139,20 +138,25 @@ def _allreduce(
         eng.agree_failed("allreduce", exc)
     stats = CommStats() if stats is None else stats
     choice, framed, compressing = None, stats.frame_bytes, stats.compress_seconds
+    host_worker = feedback is not None and source is None  # err is feedback.worker itself
+    known_zero = host_worker and feedback.worker_zero
+    sent_residual = None if known_zero else err  # the bound is on a + residual
     if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
         choice = auto.agreed_choice(
             eng, comm, a, spec, op, "allreduce", algorithm, ef, segment, ef=ef, source=source,
-            algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).cost_name,
+            residual=sent_residual,
+            algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).name,
         )  # fmt: skip
         spec, kw = choice.spec, choice.kw
         plan = None if kw is None else _flat_plan(eng, comm, spec, algorithm, a, segment)
     else:
         plan = Plan(eng, comm, spec, algorithm, a.size, dtype=a.dtype, segment=segment)
         what = ("allreduce", algorithm, ef, segment)
-        kw = agreed_kwargs(eng, comm, a, spec, op, *what, source=source, budget=plan.budget)
+        kw = agreed_kwargs(
+            eng, comm, a, spec, op, *what, source=source, budget=plan.budget,
+            residual=sent_residual,
+        )  # fmt: skip
     size = comm.Get_size()
-    host_worker = feedback is not None and source is None  # err is feedback.worker itself
-    known_zero = host_worker and feedback.worker_zero
     if feedback is not None:  # known zero after this call only where it empties it (below)
         feedback.worker_zero = False
     if source is not None and (kw is None or plan.name == "hierarchy"):
@@ -165,8 +169,8 @@ def _allreduce(
         if host_worker:
             feedback.worker_zero = True
         t1 = time.perf_counter()
-        plain_allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
-        wide = 2 if spec.caps.exact_sum and a.dtype == np.float32 else 1
+        plain.allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
+        wide = 2 if spec.caps.exact_sum else 1
         if choice is None:
             eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
         else:  # the link's sample and auto's overhead, from some of a key's many calls
@@ -268,17 +272,18 @@ def _reduce_scatter(
     ef = err is not None
     if spec.auto:  # casts are left out with a residual: auto then picks raw or ebq
         choice = auto.agreed_choice(
-            eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, algorithm_of=lambda s: "ring"
-        )
+            eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, residual=err,
+            algorithm_of=lambda s: "ring" if s.caps.exact_sum else "twophase",
+        )  # fmt: skip
         spec, kw = choice.spec, choice.kw
     else:
-        kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef)
+        kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef, residual=err)
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err
             err[...] = 0
         full = np.empty_like(a)
-        plain_allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum, stats=stats)
+        plain.allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum, stats=stats)
         res[...] = full[rank * m : (rank + 1) * m]
         stats.frame_bytes += a.nbytes
     elif spec.caps.exact_sum:
@@ -295,31 +300,3 @@ def _reduce_scatter(
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
-
-
-def plain_allreduce(
-    eng: Engine,
-    comm: MPI.Comm,
-    a: np.ndarray,
-    res: np.ndarray,
-    op: str,
-    wide: bool,
-    stats: CommStats | None = None,
-) -> None:
-    """Uncompressed allreduce into res; ``wide`` sums float32 in float64 and rounds once.
-    stats counts a ring's 2(N-1)/N of the buffer sent and received."""
-    size = comm.Get_size()
-    if stats is not None:
-        moved = 2 * (size - 1) * a.size * (8 if wide and a.dtype == np.float32 else a.itemsize)
-        stats.moved(moved // size, moved // size)
-    if wide and a.dtype == np.float32:
-        acc = a.astype(np.float64)
-        eng.wait([comm.Iallreduce(MPI.IN_PLACE, acc, op=MPI.SUM)], "allreduce")
-        if op == "mean":
-            acc /= size
-        res[...] = acc
-        return
-    req = comm.Iallreduce(MPI.IN_PLACE if same_buffer(a, res) else a, res, op=MPI.SUM)
-    eng.wait([req], "allreduce")
-    if op == "mean":
-        np.divide(res, size, out=res)

@@ -78,15 +78,20 @@ class DeviceSource:
         stack.enter_context(torch.cuda.stream(self.stream))
         return stack
 
+    def sent(self) -> torch.Tensor:
+        """What is compressed: x plus the residual (the bound's statistics are of these)."""
+        return self.x if self.residual is None else self.x + self.residual
+
     def finite_min_max(self) -> tuple[float, float]:
         with self.on_device():
             if not self.count:
                 return 0.0, 0.0
-            lo, hi = torch.aminmax(self.x)
+            sent = self.sent()
+            lo, hi = torch.aminmax(sent)
             lo, hi = float(lo), float(hi)
             if np.isfinite(lo) and np.isfinite(hi):
                 return lo, hi
-            finite = self.x[torch.isfinite(self.x)]
+            finite = sent[torch.isfinite(sent)]
             if not finite.numel():
                 return 0.0, 0.0
             lo, hi = torch.aminmax(finite)
@@ -96,7 +101,7 @@ class DeviceSource:
         with self.on_device():
             if not self.count or top == 0:
                 return 0.0
-            x = self.x.double()
+            x = self.sent().double()
             finite = x[torch.isfinite(x)] / top
             return top * math.sqrt(float(torch.dot(finite, finite)) / max(finite.numel(), 1))
 
