@@ -29,3 +29,10 @@ def test_matrix(ranks: int, nodes: tuple[int, ...], monkeypatch: pytest.MonkeyPa
     out = run_mpi(SCRIPTS / "check_matrix.py", ranks, timeout=240, nodes=nodes)
     assert "matrix: passed" in out, out
 
+
+def test_settled_keys() -> None:
+    """An invalid argument on one rank of a settled key, and keys past auto.MAX_KEYS."""
+    assert "settled: 3 ranks, 0 failed; passed" in run_mpi(
+        SCRIPTS / "check_settled.py", 3, timeout=200
+    )
+
