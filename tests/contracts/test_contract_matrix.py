@@ -36,3 +36,8 @@ def test_settled_keys() -> None:
         SCRIPTS / "check_settled.py", 3, timeout=200
     )
 
+
+def test_torch_bf16_fp16() -> None:
+    """bf16 and fp16 tensors through the mpiucc backend's compressed all_reduce."""
+    out = run_mpi(SCRIPTS / "check_torch.py", 2, timeout=200)
+    assert "torch: 2 ranks, 0 failed; passed" in out
