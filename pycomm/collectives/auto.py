@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 from pycomm.collectives import calibration
-from pycomm.collectives.bound import contract, final_kwargs, local_statistics
+from pycomm.collectives.bound import contract, final_kwargs, largest, local_statistics
 from pycomm.collectives.cost import (
     CAST_ROUNDOFF,
     LEVELS,
@@ -304,8 +304,9 @@ def _label(what: str, dtype: np.dtype, count: int, op: str) -> str:
 
 
 def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float, key: int):
-    """Uncompressed, summed in float64 where the dtype's roundings could exceed the bound."""
-    wide = raw_error(top, ranks, dtype) > limit
+    """Uncompressed, summed wide (``plain``) where the dtype's roundings could exceed the
+    bound, or its partial sums overflow."""
+    wide = raw_error(top, ranks, dtype) > limit or ranks * top > largest(dtype)
     return Choice("raw", ebq_spec(spec, "ebq_fast") if wide else NONE, None, key)
 
 

@@ -57,13 +57,14 @@ def rank_bound(
     e = slack / (n + rounding * n) * (1 - 2.0**-30)
     if not (e > 0 and np.isfinite(e)) or magnitude / e >= MAX_INDEX:
         return None
-    if n * (magnitude + e) * (1 + 2 * u) > _largest(dtype):  # the decoded sum could overflow
+    if n * (magnitude + e) * (1 + 2 * u) > largest(dtype):  # the decoded sum could overflow
         return None
     return e
 
 
 @functools.lru_cache(maxsize=8)
-def _largest(dtype: np.dtype) -> float:
+def largest(dtype: np.dtype) -> float:
+    """The dtype's largest finite value."""
     return float(np.finfo(dtype).max)
 
 

@@ -1,8 +1,8 @@
 """The uncompressed allreduce: as MPI sums in the dtype, or wide enough to keep a bound.
 
-- ``wide=False``: MPI's own sum in the dtype (N-1 roundings, in MPI's order). A mean divides
-  each input by N first, so that inputs near the dtype's largest value give their finite
-  mean instead of an overflowed sum.
+- ``wide=False`` (codec="none", and raw where the dtype's sum keeps the bound and cannot
+  overflow): MPI's own sum in the dtype (N-1 roundings, in MPI's order), then divided for a
+  mean, as MPI, gloo and NCCL compute it: partial sums beyond the dtype's range give +-Inf.
 - ``wide=True`` (a bound the dtype's own additions could break, ``bound.rank_bound``):
   float32 is summed in float64 and rounded once. float64 is split on an agreed grid of step s
   (a power of two, about N·max|x|·2^-52): x = hi + lo, hi a multiple of s, |lo| <= s/2, both
@@ -46,12 +46,10 @@ def allreduce(
     if stats is not None:
         stats.moved(2 * (size - 1) * moved // size, 2 * (size - 1) * moved // size)
     if not wide:
-        if op == "mean":  # each input divided first: no overflow on the way to the mean
-            np.divide(a, size, out=res)
-            eng.wait([comm.Iallreduce(MPI.IN_PLACE, res, op=MPI.SUM)], "allreduce")
-            return
         req = comm.Iallreduce(MPI.IN_PLACE if same_buffer(a, res) else a, res, op=MPI.SUM)
         eng.wait([req], "allreduce")
+        if op == "mean":
+            np.divide(res, size, out=res)
         return
     if a.dtype == np.float32:
         acc = a.astype(np.float64)

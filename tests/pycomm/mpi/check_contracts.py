@@ -88,23 +88,21 @@ def check_float64_sums() -> None:
 
 
 def check_mean_near_overflow() -> None:
-    """Case 7: the mean of values near the largest float is finite and within the bound."""
+    """Case 7: under a bound, the mean of values near the largest float is finite and within
+    it (codec="none" is MPI's own sum, then divided: it overflows as MPI's does)."""
     for dtype in (np.float32, np.float64):
         top = float(np.finfo(dtype).max)
         rng = np.random.default_rng(RANK)
         x = (top * (0.5 + 0.5 * rng.random(33))).astype(dtype)
         inputs = everyone(x)
-        cases = [("none", {}), ("auto:rel:1e-3", {})]
+        cases = [("auto:rel:1e-3", {})]
         for level in ("fast", "dense"):
             cases.append(("ebq", {"error_bound": 1e-3, "mode": "rel", "level": level}))
         for codec, kw in cases:
             y = pycomm.allreduce(x, codec=codec, op="mean", **kw)
             same_everywhere(y, f"mean near overflow {codec}")
             assert np.isfinite(y).all(), f"{dtype.__name__} {codec} {kw}: {y[:3]}"
-            spread = float(inputs.max()) - float(inputs.min())
-            bound = 1e-3 * spread if kw or codec != "none" else 4 * SIZE * top * 2.0**-52
-            if dtype == np.float32 and codec == "none":
-                bound = 4 * SIZE * top * 2.0**-23
+            bound = 1e-3 * (float(inputs.max()) - float(inputs.min()))
             err = exact_error(y, inputs, mean=True)
             assert err <= bound, f"{dtype.__name__} {codec} {kw}: off by {err} > {bound}"
 
