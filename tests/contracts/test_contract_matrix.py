@@ -2,12 +2,11 @@
 collectives must keep (identical bits, the bound, IEEE non-finite sums, argument errors on one
 rank, keys past auto's table), as hypothesis examples run in lockstep under MPI.
 
-One launch per (ranks, node layout), ``EXAMPLES`` examples each (306 with the explicit
-ones), every failing one printed. Measured on the 2-core development machine shared with two
-other engineers' suites: the 5 matrix launches 7-25 s each (5 ranks the slowest), the torch
-part 7-10 s, the whole file 127 s (load 7) to 184 s (load 10) on today's code, which
-includes check_settled's CommTimeouts (10 s, and 60 s once keys diverge); without them about
-110 s. Run: ``.venv/bin/python -m pytest tests/contracts -v``.
+One launch per (ranks, node layout), ``EXAMPLES`` examples each (plus the explicit
+ones), every failing one printed. Measured on the 2-core development machine under load
+(other suites running): 2-45 s a launch (5 ranks the slowest), the whole file 85 s. On
+7e7304f it found 10 failing cells (issue 26's cases); their timeouts made it 127-184 s then.
+Run: ``.venv/bin/python -m pytest tests/contracts -v``.
 """
 
 from pathlib import Path
@@ -17,7 +16,7 @@ from mpi_launch import run_mpi
 
 SCRIPTS = Path(__file__).parent / "mpi"
 #: Examples per matrix launch (hypothesis max_examples), besides the explicit ones.
-EXAMPLES = 300
+EXAMPLES = 600
 #: (ranks, ranks per emulated node; () is one node): flat, uneven 2+1 and 3+2, even 2+2.
 LAYOUTS = [(2, ()), (3, ()), (3, (2, 1)), (4, (2, 2)), (5, (3, 2))]
 
