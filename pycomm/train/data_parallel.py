@@ -161,6 +161,25 @@ class DataParallel:
             sample.add(result, exact / self.size)
         state.sampled.clear()
 
+    def state_dict(self) -> dict:
+        """The error feedback of DDP's buckets and of the TP-replicated bucket (the codec is
+        the guard's to save), for a checkpoint."""
+        if self._state is None:
+            return {}
+        named = list(self.module.module.named_parameters())
+        return {
+            "hook": self._state.inner.residuals_by_name(named),
+            "replicated": None if self._replicated is None else self._replicated.residual.copy(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if self._state is None:
+            return
+        named = list(self.module.module.named_parameters())
+        self._state.inner.load_residuals_by_name(state["hook"], named)
+        if self._replicated is not None:
+            self._replicated.residual[:] = state["replicated"]
+
     def set_sampling(self, on: bool) -> None:
         if self._state is not None:
             self._state.sampling = on
