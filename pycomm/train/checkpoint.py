@@ -107,8 +107,12 @@ class Checkpoints:
             self.log(f"checkpoint: {final} (after step {done})")
         self.comm.Barrier()
 
-    def load(self, step: int, runs: list) -> None:
-        """Load the checkpoint of ``step`` (``check`` passed) into every run."""
+    def own(self, step: int) -> dict:
+        """This rank's file of the checkpoint of ``step`` (``check`` passed)."""
+        return torch.load(self._path(step) / f"rank{self.rank:05d}.pt", weights_only=False)
+
+    def load(self, step: int, runs: list, own: dict) -> None:
+        """Load the checkpoint of ``step`` into every run (made with ``own``'s layouts)."""
         path = self._path(step)
         state = _dcp_state(runs)
         dcp.load(state, storage_reader=dcp.FileSystemReader(path / "model"))
@@ -121,7 +125,6 @@ class Checkpoints:
                 model_state_dict=part["model"],
                 optim_state_dict=part["optim"],
             )
-        own = torch.load(path / f"rank{self.rank:05d}.pt", weights_only=False)
         for run in runs:
             run.load_state_dict(own["runs"][run.record.name])
         _set_rng_state(own["rng"])

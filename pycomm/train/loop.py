@@ -88,7 +88,13 @@ def micro_batches(
 class Trainer:
     """The parallel model of one run and its optimizer."""
 
-    def __init__(self, args: argparse.Namespace, groups: ParallelGroups, codecs: Codecs) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        groups: ParallelGroups,
+        codecs: Codecs,
+        buckets: list[list[int]] | None = None,
+    ) -> None:
         self.args, self.groups, self.codecs = args, groups, codecs
         self.cfg = model_config(args)
         self.meters = Meters()
@@ -121,6 +127,7 @@ class Trainer:
                 args.error_feedback,
                 replicated=replicated,
                 tp_comm=groups.comm("tp"),
+                buckets=buckets,
             )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(
@@ -205,11 +212,18 @@ class Run:
     """One configuration's trainer and this rank's record of it, advanced a step at a time."""
 
     def __init__(
-        self, args: argparse.Namespace, groups: ParallelGroups, codecs: Codecs, name: str
+        self,
+        args: argparse.Namespace,
+        groups: ParallelGroups,
+        codecs: Codecs,
+        name: str,
+        saved: dict | None = None,
     ) -> None:
+        """``saved``: this run's part of a rank file to resume from (``checkpoint``)."""
         torch.manual_seed(args.seed)
         self.args = args
-        self.trainer = Trainer(args, groups, codecs)
+        buckets = (saved or {}).get("dp", {}).get("buckets")  # DDP's layout when saved
+        self.trainer = Trainer(args, groups, codecs, buckets)
         self.record = RankRecord(name, codecs.describe())
         self.totals = {k: OpMeter() for k in OPERATORS}
         self.train_s = 0.0
@@ -291,12 +305,13 @@ def train_runs(
     Step k of every run comes before step k + 1 of any, so that a machine whose load changes
     over minutes slows every run alike and their times stay comparable.
     """
-    runs = [Run(args, groups, codecs, name) for name, codecs in plan]
+    own = checkpoints.own(start) if start else {"runs": {}}
+    runs = [Run(args, groups, codecs, name, own["runs"].get(name)) for name, codecs in plan]
     val = validation_batches(corpus, args.val_batches, args.batch, args.seq)
     end = min(args.steps, args.stop_after or args.steps)
     try:
         if start:
-            checkpoints.load(start, runs)
+            checkpoints.load(start, runs, own)
         for step in range(start, end):
             for run in runs:
                 run.step(step, corpus)
