@@ -150,6 +150,26 @@ class CompressHookState:
             offset += n
         return fb
 
+    def residuals_by_name(self, named: list[tuple[str, torch.Tensor]]) -> dict:
+        """The error feedback for a checkpoint: each parameter's slice of its bucket's worker
+        residual by name (``named``: the model's ``named_parameters()``), and every bucket's
+        feedback as kept (``residuals``)."""
+        params = {}
+        for name, p in named:
+            kept = self._by_param.get(id(p))
+            if kept is not None:
+                r, offset = kept
+                params[name] = _copy(r[offset : offset + p.numel()])
+        return {"params": params, "buckets": self.residuals, "iteration": self.iteration}
+
+    def load_residuals_by_name(self, state: dict, named: list[tuple[str, torch.Tensor]]) -> None:
+        """Restore ``residuals_by_name``'s state in a new process: a bucket laid out as saved
+        takes its feedback back whole; one that DDP laid out otherwise (its first iteration
+        before the rebuild) takes each parameter's worker residual (``residual_for``)."""
+        self.residuals = dict(state["buckets"])
+        self.iteration = state["iteration"]
+        self._by_param = {id(p): (state["params"][n], 0) for n, p in named if n in state["params"]}
+
     def __getstate__(self) -> dict:
         skip = ("process_group", "comm", "_by_param", "_made_comm", "staging")
         return {k: getattr(self, k) for k in self.__slots__ if k not in skip}
@@ -159,6 +179,10 @@ class CompressHookState:
         self._made_comm, self.staging = False, {}
         for k, v in state.items():
             setattr(self, k, v)
+
+
+def _copy(r: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    return r.clone() if isinstance(r, torch.Tensor) else r.copy()
 
 
 def _same_kind(a: object, b: object) -> bool:

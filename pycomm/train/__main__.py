@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pycomm.train") ->
         return 2
     dist.init_process_group("mpiucc", init_method="mpi://")
     with pycomm.abort_on_error(world):  # an error on one rank ends the job, never a hang
-        code = _train(args, layout, corpus, world)
+        code = _train(args, layout, corpus, world, prog)
     dist.destroy_process_group()
     return code
 
@@ -77,18 +77,30 @@ def _check(args: argparse.Namespace, world: int):
     return layout, corpus
 
 
-def _train(args: argparse.Namespace, layout, corpus, world) -> int:
+def _train(args: argparse.Namespace, layout, corpus, world, prog: str) -> int:
+    from pycomm.train.checkpoint import CheckpointError, Checkpoints, fingerprint
     from pycomm.train.config import Codecs, codecs_of
     from pycomm.train.groups import build_groups
-    from pycomm.train.loop import train_runs
+    from pycomm.train.loop import log, train_runs
     from pycomm.train.progress import Progress
     from pycomm.train.report import merge, write_outputs
 
-    groups = build_groups(layout)
     rank = world.Get_rank()
     plan = [("compressed", codecs_of(args))]
     if args.baseline:
         plan.insert(0, ("baseline", Codecs.uncompressed()))
+    checkpoints, start = None, 0
+    if args.checkpoint_dir:
+        want = fingerprint(args, layout, corpus, plan)
+        checkpoints = Checkpoints(args.checkpoint_dir, args.checkpoint_every, want, log)
+        try:
+            start = checkpoints.check(args.resume)  # the same answer on every rank
+        except CheckpointError as exc:
+            if rank == 0:
+                print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+            checkpoints.close()
+            return 2
+    groups = build_groups(layout)
     header = (
         f"pycomm.train: {world.Get_size()} ranks = dp {layout.dp}"
         f"{' (FSDP2)' if args.fsdp else ''} x tp {layout.tp} x pp "
@@ -99,8 +111,10 @@ def _train(args: argparse.Namespace, layout, corpus, world) -> int:
     if rank == 0:
         print(header, flush=True)
     progress = Progress(args.steps, enabled=args.progress and rank == 0)
-    records = train_runs(args, groups, corpus, plan, progress)
+    records = train_runs(args, groups, corpus, plan, progress, checkpoints, start)
     progress.close()
+    if checkpoints is not None:
+        checkpoints.close()
     runs = []
     for record in records:
         gathered = world.gather(record, root=0)

@@ -82,6 +82,10 @@ DEFAULTS: dict[str, object] = dict(
     check_replicas=25,
     guard_every=10,
     out=None,
+    checkpoint_dir=None,
+    checkpoint_every=0,
+    resume=False,
+    stop_after=None,
     baseline=False,
     compress=False,
     progress=True,
@@ -282,6 +286,25 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     )
     out.add_argument("--out", help="output folder (default runs/<date-time>)")
     out.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    ck = p.add_argument_group("checkpoints")
+    ck.add_argument(
+        "--checkpoint-dir",
+        help="write checkpoints here (model and optimizer by torch.distributed.checkpoint, "
+        "with the compression state, guard, record and RNG of every rank): after the last "
+        "step, and every --checkpoint-every steps",
+    )
+    ck.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (0: the end)")
+    ck.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from --checkpoint-dir's latest checkpoint (same layout, model, data, "
+        "batch and codecs)",
+    )
+    ck.add_argument(
+        "--stop-after",
+        type=int,
+        help="end after this step, with a checkpoint, to continue later with --resume",
+    )
     return p
 
 
@@ -317,7 +340,12 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
     ):
         if values[key] < 1:
             parser.error(f"--{key.replace('_', '-')} must be at least 1")
-    for key in ("check_replicas", "guard_every"):
+    for key in ("checkpoint_every", "resume", "stop_after"):
+        if values[key] and not values["checkpoint_dir"]:
+            parser.error(f"--{key.replace('_', '-')} needs --checkpoint-dir")
+    if values["stop_after"] is not None and values["stop_after"] < 1:
+        parser.error("--stop-after must be at least 1")
+    for key in ("check_replicas", "guard_every", "checkpoint_every"):
         if values[key] < 0:
             parser.error(f"--{key.replace('_', '-')} must be 0 (never) or a number of steps")
     if values["baseline"] and not any(values[k].compressed for k in CODEC_OPTIONS):

@@ -42,10 +42,13 @@ class _TimedHookState:
         self.sampling = False
         self.sampled: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.lossy_seen = 0
+        self.index_of: dict[int, int] = {}  #: id of a parameter -> its index in DDP's list
+        self.buckets: dict[int, list[int]] = {}  #: DDP's buckets as last seen (indices)
 
 
 def _timed_hook(state: _TimedHookState, bucket):  # noqa: ANN001, ANN202 (DDP checks annotations)
     state.last_bucket_at = time.perf_counter()
+    state.buckets[bucket.index()] = [state.index_of[id(p)] for p in bucket.parameters()]
     hook = mpiucc_compress_hook if state.compress else mpiucc_allreduce_hook
     if not (state.sampling and state.compress):
         return hook(state.inner, bucket)
@@ -62,6 +65,26 @@ def _timed_hook(state: _TimedHookState, bucket):  # noqa: ANN001, ANN202 (DDP ch
     return hook(state.inner, bucket).then(keep)
 
 
+@contextlib.contextmanager
+def _bucket_layout(buckets: list[list[int]] | None) -> Iterator[None]:
+    """DDP built with these buckets (indices into its parameter list, in bucket order)
+    instead of its first-step layout; DDP still rebuilds them by readiness after a step."""
+    if not buckets:
+        yield
+        return
+    compute = dist._compute_bucket_assignment_by_size
+
+    def saved(params, limits, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        # DDP hands the Reducer this list reversed (its guess of the readiness order)
+        return [list(b) for b in reversed(buckets)], [limits[-1]] * len(buckets)
+
+    dist._compute_bucket_assignment_by_size = saved
+    try:
+        yield
+    finally:
+        dist._compute_bucket_assignment_by_size = compute
+
+
 class DataParallel:
     """A stage wrapped in DDP over the DP group (or left bare when the group has one rank)."""
 
@@ -75,7 +98,9 @@ class DataParallel:
         error_feedback: bool = True,
         replicated: list[str] | tuple[str, ...] = (),
         tp_comm: MPI.Comm | None = None,
+        buckets: list[list[int]] | None = None,
     ) -> None:
+        """``buckets``: DDP's bucket layout as a checkpoint saved it (``state_dict``)."""
         self.meters = meters
         self.size = group.size()
         self._state: _TimedHookState | None = None
@@ -92,12 +117,17 @@ class DataParallel:
             self._replicated = ReplicatedGradients(
                 stage, list(replicated), group.comm, error_feedback, tp_comm
             )
-        self.module = DistributedDataParallel(stage, process_group=group, bucket_cap_mb=bucket_mb)
+        with _bucket_layout(buckets):
+            self.module = DistributedDataParallel(
+                stage, process_group=group, bucket_cap_mb=bucket_mb
+            )
         params = spec.options()
         inner = CompressHookState(
             spec.codec, error_feedback=error_feedback, process_group=group, **params
         )
         self._state = _TimedHookState(inner, spec.compressed)
+        params, _ = self.module._build_params_for_reducer()
+        self._state.index_of = {id(p): i for i, p in enumerate(params)}
         self.module.register_comm_hook(self._state, _timed_hook)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -160,6 +190,32 @@ class DataParallel:
             self._exact_comm.Allreduce(MPI.IN_PLACE, exact, op=MPI.SUM)
             sample.add(result, exact / self.size)
         state.sampled.clear()
+
+    def state_dict(self) -> dict:
+        """DDP's bucket layout, the error feedback of its buckets and of the TP-replicated
+        bucket (the codec is the guard's to save), for a checkpoint.
+
+        The layout matters: DDP lays its buckets out in reverse parameter order, then after
+        its first step by the order the gradients became ready, and a bucket's codec
+        quantizes on a grid of the whole bucket (its rms). A resumed run builds DDP with
+        the layout saved (``buckets``), so its first step reduces what the straight run's did.
+        """
+        if self._state is None:
+            return {}
+        named = list(self.module.module.named_parameters())
+        return {
+            "buckets": [self._state.buckets[i] for i in sorted(self._state.buckets)],
+            "hook": self._state.inner.residuals_by_name(named),
+            "replicated": None if self._replicated is None else self._replicated.residual.copy(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if self._state is None:
+            return
+        named = list(self.module.module.named_parameters())
+        self._state.inner.load_residuals_by_name(state["hook"], named)
+        if self._replicated is not None:
+            self._replicated.residual[:] = state["replicated"]
 
     def set_sampling(self, on: bool) -> None:
         if self._state is not None:

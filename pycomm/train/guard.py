@@ -150,5 +150,15 @@ class Guard:
             }
         return out
 
+    def state_dict(self) -> dict:
+        """Each stream's codec as it stands (tightened or not), the history and the events."""
+        codecs = {name: get() for name, (get, _) in self.streams.items()}
+        return {"codecs": codecs, "history": list(self.history), "events": list(self.events)}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, spec in state["codecs"].items():
+            self.streams[name][1](spec)
+        self.history, self.events = list(state["history"]), list(state["events"])
+
     def close(self) -> None:
         self._comm.Free()

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -17,6 +20,7 @@ import numpy as np
 import torch
 from mpi4py import MPI
 
+from pycomm.train.checkpoint import Checkpoints
 from pycomm.train.config import Codecs
 from pycomm.train.data import Corpus, train_batch, validation_batches
 from pycomm.train.data_parallel import DataParallel
@@ -84,7 +88,13 @@ def micro_batches(
 class Trainer:
     """The parallel model of one run and its optimizer."""
 
-    def __init__(self, args: argparse.Namespace, groups: ParallelGroups, codecs: Codecs) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        groups: ParallelGroups,
+        codecs: Codecs,
+        buckets: list[list[int]] | None = None,
+    ) -> None:
         self.args, self.groups, self.codecs = args, groups, codecs
         self.cfg = model_config(args)
         self.meters = Meters()
@@ -117,6 +127,7 @@ class Trainer:
                 args.error_feedback,
                 replicated=replicated,
                 tp_comm=groups.comm("tp"),
+                buckets=buckets,
             )
         self.runner = PipelineRunner(self.stage, self.dp, self.link, groups, self.cfg)
         self.optimizer = torch.optim.AdamW(
@@ -131,6 +142,7 @@ class Trainer:
                 part.guard = self.guard
         # The batch loss lives on the last stage; its first TP rank of each DP replica reports.
         self.reports_loss = self.stage.is_last and groups.tp_rank == 0
+        self.drill_step = _drill_step()
 
     def step(self, step: int, corpus: Corpus) -> float | None:
         """One optimizer step; the stage's share of the batch loss (last stage) or None."""
@@ -141,7 +153,9 @@ class Trainer:
         self.guard.begin_step(step)
         self.dp.set_sampling(self.guard.sampling)
         loss = self.runner.run(
-            micro_batches(tokens, targets, self.groups, self.args.micro_batches), train=True
+            micro_batches(tokens, targets, self.groups, self.args.micro_batches),
+            train=True,
+            mid_step=_die if step == self.drill_step else None,
         )
         self.guard.end_step(step)
         self.optimizer.step()
@@ -198,11 +212,18 @@ class Run:
     """One configuration's trainer and this rank's record of it, advanced a step at a time."""
 
     def __init__(
-        self, args: argparse.Namespace, groups: ParallelGroups, codecs: Codecs, name: str
+        self,
+        args: argparse.Namespace,
+        groups: ParallelGroups,
+        codecs: Codecs,
+        name: str,
+        saved: dict | None = None,
     ) -> None:
+        """``saved``: this run's part of a rank file to resume from (``checkpoint``)."""
         torch.manual_seed(args.seed)
         self.args = args
-        self.trainer = Trainer(args, groups, codecs)
+        buckets = (saved or {}).get("dp", {}).get("buckets")  # DDP's layout when saved
+        self.trainer = Trainer(args, groups, codecs, buckets)
         self.record = RankRecord(name, codecs.describe())
         self.totals = {k: OpMeter() for k in OPERATORS}
         self.train_s = 0.0
@@ -224,6 +245,27 @@ class Run:
         self._collect_loss()
         v = np.array([loss / trainer.groups.layout.dp if trainer.reports_loss else 0.0])
         self._pending = v, trainer.world.Iallreduce(MPI.IN_PLACE, v, op=MPI.SUM)
+
+    def state_dict(self) -> dict:
+        """This rank's state of the run beyond the model and optimizer (``checkpoint``): the
+        error feedback, the guard's codecs and history, the record so far."""
+        self._collect_loss()
+        trainer = self.trainer
+        return {
+            "dp": trainer.dp.state_dict(),
+            "guard": trainer.guard.state_dict(),
+            "record": self.record,
+            "totals": self.totals,
+            "train_s": self.train_s,
+            "replica_checks": trainer.replicas.checks,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        trainer = self.trainer
+        trainer.dp.load_state_dict(state["dp"])
+        trainer.guard.load_state_dict(state["guard"])
+        self.record, self.totals, self.train_s = state["record"], state["totals"], state["train_s"]
+        trainer.replicas.checks = state["replica_checks"]
 
     def evaluate(self, step: int, batches: list) -> None:
         self._collect_loss()
@@ -254,16 +296,23 @@ def train_runs(
     corpus: Corpus,
     plan: list[tuple[str, Codecs]],
     progress=None,
+    checkpoints: Checkpoints | None = None,
+    start: int = 0,
 ) -> list[RankRecord]:
-    """Train every (name, codecs) of ``plan`` from the same weights, in lockstep.
+    """Train every (name, codecs) of ``plan`` from the same weights, in lockstep, from step
+    ``start`` (the checkpoint of that step loaded) to ``--steps`` or ``--stop-after``.
 
     Step k of every run comes before step k + 1 of any, so that a machine whose load changes
     over minutes slows every run alike and their times stay comparable.
     """
-    runs = [Run(args, groups, codecs, name) for name, codecs in plan]
+    own = checkpoints.own(start) if start else {"runs": {}}
+    runs = [Run(args, groups, codecs, name, own["runs"].get(name)) for name, codecs in plan]
     val = validation_batches(corpus, args.val_batches, args.batch, args.seq)
+    end = min(args.steps, args.stop_after or args.steps)
     try:
-        for step in range(args.steps):
+        if start:
+            checkpoints.load(start, runs, own)
+        for step in range(start, end):
             for run in runs:
                 run.step(step, corpus)
             if (step + 1) % args.eval_every == 0 or step == args.steps - 1:
@@ -271,9 +320,27 @@ def train_runs(
                     run.evaluate(step, val)
             if progress is not None:
                 progress.update([r.record for r in runs], step)
+            if checkpoints is not None and checkpoints.due(step + 1, step + 1 == end):
+                checkpoints.save(step + 1, runs)
     finally:
         records = [run.finish() for run in runs]
     return records
+
+
+def _drill_step() -> int | None:
+    """``MPIUCC_FAULT_DRILL=RANK:STEP``: the step (from 0) in which this world rank kills
+    itself, or None (the fault drill, tests/train)."""
+    rank, _, step = os.environ.get("MPIUCC_FAULT_DRILL", "").partition(":")
+    return int(step) if rank and int(rank) == MPI.COMM_WORLD.Get_rank() else None
+
+
+def _die() -> None:
+    """SIGKILL this process, as a node failure would, between a step's forward and backward."""
+    rank = MPI.COMM_WORLD.Get_rank()
+    print(
+        f"fault drill: world rank {rank} killed at {time.time():.3f}", file=sys.stderr, flush=True
+    )
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _split(elapsed: float, delta: dict[str, OpMeter]) -> dict[str, float]:

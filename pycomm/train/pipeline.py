@@ -10,6 +10,8 @@ the sizes this CPU job trains.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from pycomm.train.data_parallel import DataParallel
@@ -35,9 +37,13 @@ class PipelineRunner:
         self.next = groups.pp_rank + 1
 
     def run(
-        self, micro_batches: list[tuple[torch.Tensor, torch.Tensor]], train: bool
+        self,
+        micro_batches: list[tuple[torch.Tensor, torch.Tensor]],
+        train: bool,
+        mid_step: Callable[[], None] | None = None,
     ) -> float | None:
-        """Forward (and, if ``train``, backward) of the micro-batches.
+        """Forward (and, if ``train``, backward) of the micro-batches; ``mid_step`` is called
+        between the forwards and the backwards (the fault drill).
 
         Returns the sum over micro-batches of their mean loss divided by their count (the
         batch's mean loss) on the last stage, None elsewhere. Gradients accumulate into the
@@ -63,6 +69,8 @@ class PipelineRunner:
                     link.send(y, self.next, m)
                 inputs.append(x)
                 outputs.append(y)
+        if mid_step is not None:
+            mid_step()
         if train:
             for m in reversed(range(count)):
                 grad = None if grads is None else link.wait(grads[m])

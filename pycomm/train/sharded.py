@@ -126,6 +126,19 @@ class ShardedDataParallel:
             sample = None if self.guard is None else self.guard.sample("fsdp_rs")
             self._replicated.reduce(self.spec, self.meters["dp"], sample)
 
+    def state_dict(self) -> dict:
+        """The reduce-scatters' and the TP-replicated bucket's error feedback (the codecs are
+        the guard's to save), for a checkpoint."""
+        return {
+            "policy": self.policy.state_dict(),
+            "replicated": None if self._replicated is None else self._replicated.residual.copy(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.policy.load_state_dict(state["policy"])
+        if self._replicated is not None:
+            self._replicated.residual[:] = state["replicated"]
+
     def set_sampling(self, on: bool) -> None:
         """Nothing to arm: the metered collectives ask the guard themselves."""
 
