@@ -4,9 +4,9 @@ Posting at call time keeps the matching order the user wrote and lets both ranks
 before isend without deadlock. Each message carries a 16-byte trailer (magic, dtype, byte
 count) sent in the same MPI message through a struct datatype, so no copy is made: the receiver
 checks that the sender's dtype and size are what its tensor expects and raises otherwise,
-instead of taking a short or foreign message as raw bytes. Completion, deadlines and the
-broken mark are the group engine's (``pycomm.collectives.engine.Posted``): a receive that
-times out is cancelled and the group refuses further use.
+instead of taking a short or foreign message as raw bytes. Completion, deadlines, the broken
+mark and the buffers' lifetime are the group engine's (``pycomm.collectives.requests.Posted``):
+a receive that times out is cancelled and the group refuses further use.
 """
 
 from __future__ import annotations
@@ -121,6 +121,9 @@ class P2PWork(dist.Work):
 
     def synchronize(self) -> None:
         pass
+
+    def __del__(self) -> None:
+        self._posted.dropped()
 
     def _source_rank(self) -> int:
         self.wait()

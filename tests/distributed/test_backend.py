@@ -70,3 +70,8 @@ def test_compression_policy_trains_close_to_exact_and_checkpoints(ranks: int) ->
 
 def test_compression_policy_of_auto_keeps_its_contracts() -> None:
     assert "auto policy: passed" in run_mpi(SCRIPTS / "check_auto_policy.py", 2, timeout=240)
+
+
+def test_contracts_hold_on_every_path() -> None:
+    """Dropped Works keep their buffers (issue 26)."""
+    assert "contracts: passed" in run_mpi(SCRIPTS / "check_contracts.py", 2, timeout=120)
