@@ -1,7 +1,8 @@
 """Contracts that hold on every path (issue 26): run on 2 ranks.
 
 1. a send whose Work is dropped still sends what it was given (its host copy and trailer are
-   the group engine's until MPI is done with them), and so does a receive whose Work is dropped.
+   the group engine's until MPI is done with them), and so does a receive whose Work is dropped;
+2. a receive that does not match (size or dtype) leaves its tensor exactly as it was;
 """
 
 from __future__ import annotations
@@ -49,5 +50,35 @@ def check_dropped_work_still_delivers() -> None:
         dist.send(torch.full((N,), 5.0), dst=PEER, tag=20)
 
 
+def check_mismatched_recv_leaves_the_tensor() -> None:
+    if RANK == 0:
+        dist.send(torch.arange(5, dtype=torch.float32), dst=PEER, tag=30)
+        dist.send(torch.arange(12, dtype=torch.float32), dst=PEER, tag=31)
+        dist.send(torch.arange(8, dtype=torch.int32), dst=PEER, tag=32)
+        dist.send(torch.arange(N, dtype=torch.float32), dst=PEER, tag=33)
+        dist.send(torch.arange(4, dtype=torch.float32), dst=PEER, tag=34)
+    else:
+        cases = [
+            ("5 floats into 10", torch.full((10,), -1.0), "disagree on the size"),
+            ("12 floats into 10", torch.full((10,), -1.0), ""),
+            ("8 int32 into 8 float32", torch.full((8,), -1.0), "is not torch.float32"),
+            ("N float32 into N int32", torch.full((N,), -1, dtype=torch.int32), "is not torch"),
+        ]
+        for tag, (what, t, says) in enumerate(cases, 30):
+            before = t.clone()
+            try:
+                dist.recv(t, src=PEER, tag=tag)
+            except RuntimeError as exc:
+                assert says in str(exc), f"{what}: {exc}"
+            else:
+                raise AssertionError(f"{what} was taken")
+            assert torch.equal(t, before), f"{what}: the tensor was overwritten"
+        good = torch.empty(2, 4)[:, ::2]  # a strided tensor still receives
+        dist.recv(good, src=PEER, tag=34)
+        assert torch.equal(good.reshape(-1), torch.arange(4, dtype=torch.float32))
+    dist.barrier()
+
+
 check_dropped_work_still_delivers()
+check_mismatched_recv_leaves_the_tensor()
 passed("contracts")
