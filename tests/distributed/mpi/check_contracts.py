@@ -3,11 +3,13 @@
 1. a send whose Work is dropped still sends what it was given (its host copy and trailer are
    the group engine's until MPI is done with them), and so does a receive whose Work is dropped;
 2. a receive that does not match (size or dtype) leaves its tensor exactly as it was;
+3. collectives check their tensors' dtypes and sizes before any MPI call;
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 
 import torch
@@ -79,6 +81,63 @@ def check_mismatched_recv_leaves_the_tensor() -> None:
     dist.barrier()
 
 
+def expect_refused(what: str, call, says: str) -> None:
+    try:
+        call()
+    except (TypeError, ValueError) as exc:
+        assert says in str(exc), f"{what}: {exc}"
+    else:
+        raise AssertionError(f"{what}: accepted")
+
+
+def check_collectives_check_dtypes() -> None:
+    f32, f64 = torch.ones(4), torch.ones(4 * SIZE, dtype=torch.float64)
+    outs = [torch.empty(4) for _ in range(SIZE)]
+    cases = {
+        "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(f64, f32),
+        "all_gather_into_tensor async": lambda: dist.all_gather_into_tensor(
+            f64, f32, async_op=True
+        ),
+        "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(f32, f64),
+        "all_to_all_single": lambda: dist.all_to_all_single(torch.empty(4 * SIZE), f64),
+        "all_gather": lambda: dist.all_gather(outs, torch.ones(4, dtype=torch.int32)),
+        "all_gather size": lambda: dist.all_gather(outs, torch.ones(5)),
+        "reduce_scatter": lambda: dist.reduce_scatter(
+            torch.empty(4), [torch.ones(4, dtype=torch.float64)] * SIZE
+        ),
+        "all_to_all": lambda: dist.all_to_all(
+            [torch.empty(4, dtype=torch.int64) for _ in range(SIZE)], [torch.ones(4)] * SIZE
+        ),
+        "gather": lambda: dist.gather(
+            torch.ones(4), [torch.empty(4, dtype=torch.float16)] * SIZE if RANK == 0 else None
+        ),
+        "scatter": lambda: dist.scatter(
+            torch.empty(4), [torch.ones(4, dtype=torch.int8)] * SIZE if RANK == 0 else None
+        ),
+    }
+    for case, call in cases.items():
+        if case in ("gather", "scatter") and RANK != 0:
+            continue  # the root's lists are the ones that disagree
+        expect_refused(case, call, "dtype" if "size" not in case else "element")
+    # Nothing was posted: the group goes on.
+    out = torch.empty(4 * SIZE)
+    dist.all_gather_into_tensor(out, torch.full((4,), float(RANK)))
+    assert out.tolist() == [float(r) for r in range(SIZE) for _ in range(4)]
+    # In a checked group, the ranks whose own tensors were fine raise too, in the same call.
+    os.environ["MPIUCC_CHECK"] = "1"
+    checked = dist.new_group(backend="mpiucc")
+    del os.environ["MPIUCC_CHECK"]
+    try:
+        dist.all_gather_into_tensor(f64 if RANK == 0 else torch.empty(4 * SIZE), f32, group=checked)
+    except (TypeError, ValueError) as exc:
+        assert "dtype" in str(exc) if RANK == 0 else "another rank" in str(exc), exc
+    else:
+        raise AssertionError("a checked group let one rank's invalid tensors through")
+    dist.all_gather_into_tensor(out, torch.full((4,), float(RANK)), group=checked)
+    assert out.tolist() == [float(r) for r in range(SIZE) for _ in range(4)]
+
+
 check_dropped_work_still_delivers()
 check_mismatched_recv_leaves_the_tensor()
+check_collectives_check_dtypes()
 passed("contracts")
