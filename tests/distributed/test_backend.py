@@ -74,5 +74,5 @@ def test_compression_policy_of_auto_keeps_its_contracts() -> None:
 
 def test_contracts_hold_on_every_path() -> None:
     """Dropped Works keep their buffers, mismatched receives leave the tensor, collectives check
-    dtypes and counts before any MPI call (issue 26)."""
+    dtypes and counts before any MPI call, a store add past int64 leaves the value (issue 26)."""
     assert "contracts: passed" in run_mpi(SCRIPTS / "check_contracts.py", 2, timeout=120)

@@ -4,6 +4,7 @@
    the group engine's until MPI is done with them), and so does a receive whose Work is dropped;
 2. a receive that does not match (size or dtype) leaves its tensor exactly as it was;
 3. collectives check their tensors' dtypes and sizes before any MPI call;
+4. a store ``add`` past int64 leaves the value as it was.
 """
 
 from __future__ import annotations
@@ -137,7 +138,23 @@ def check_collectives_check_dtypes() -> None:
     assert out.tolist() == [float(r) for r in range(SIZE) for _ in range(4)]
 
 
+def check_store_add_past_int64_leaves_the_value() -> None:
+    store = dist.distributed_c10d._get_default_store()
+    if RANK == 1:
+        store.set("big", str(2**63 - 2))
+        try:
+            store.add("big", 5)
+        except dist.DistStoreError as exc:
+            assert "int64" in str(exc), exc
+        else:
+            raise AssertionError("an add past int64 was taken")
+        assert store.get("big") == str(2**63 - 2).encode()
+        assert store.add("big", 1) == 2**63 - 1
+    dist.barrier()
+
+
 check_dropped_work_still_delivers()
 check_mismatched_recv_leaves_the_tensor()
 check_collectives_check_dtypes()
+check_store_add_past_int64_leaves_the_value()
 passed("contracts")
