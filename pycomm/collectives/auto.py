@@ -25,7 +25,6 @@ as sent (allgather, bcast, send) are ``auto_frames``'.
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from pycomm.collectives import calibration
+from pycomm.collectives import calibration, checking
 from pycomm.collectives.bound import contract, final_kwargs, local_statistics
 from pycomm.collectives.cost import (
     CAST_ROUNDOFF,
@@ -67,8 +66,8 @@ RAW_MARGIN = 16.0
 #: One small uncompressed call in this many is a sample of the link and of auto's overhead
 #: (``record_raw``).
 RAW_SAMPLING = 8
-#: MPIUCC_CHECK=1: every call agrees, as the torch backend's checked groups do.
-CHECKED = os.environ.get("MPIUCC_CHECK") == "1"
+#: Checking on (``checking.enabled``): every call agrees, as the torch backend's checked groups do.
+CHECKED = checking.enabled()
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 

@@ -25,6 +25,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
+from pycomm.collectives import checking
 from pycomm.collectives.engine import engine_of
 from pycomm.distributed import checks, compression, ops, p2p
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
@@ -55,7 +56,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._engine = engine_of(comm, owned=True)
         self._engine.where = f"rank {rank} of {size} in group {name!r}"
         self._engine.timeout_s = self._timeout_s
-        self._checked = checks.enabled()
+        self._checked = checking.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         self.compression: compression.Compression | None = None  # set_compression

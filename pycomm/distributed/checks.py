@@ -11,25 +11,16 @@ what this rank passed (the operation, dtypes, sizes, op and root) through their 
 agreement (one 128-byte allreduce), and raise on every rank when the digests differ. As torch
 does for its own fingerprinting, the check is opt-in, since it doubles the cost of a small
 collective: ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` or ``MPIUCC_CHECK=1`` (``MPIUCC_CHECK=0`` turns
-it off even under DETAIL), read when a group is made.
+it off even under DETAIL; ``pycomm.collectives.checking``), read when a group is made.
 """
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Iterable
 from typing import Any
 
 import torch
-
-
-def enabled() -> bool:
-    """Whether groups made now check their ranks' arguments."""
-    forced = os.environ.get("MPIUCC_CHECK", "")
-    if forced in ("0", "1"):
-        return forced == "1"
-    return os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
 
 
 def _describe(part: Any) -> Any:
