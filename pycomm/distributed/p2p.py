@@ -73,9 +73,7 @@ def irecv(engine: Engine, comm: MPI.Comm, t: torch.Tensor, src: int, tag: int) -
 
     def finish() -> None:
         got = status.Get_count(MPI.BYTE) - _TRAILER.itemsize
-        sent = (
-            scratch[got : got + _TRAILER.itemsize].numpy().view(_TRAILER)[0] if got >= 0 else None
-        )
+        sent = scratch[nbytes:].numpy().view(_TRAILER)[0]  # the trailer, if got == nbytes
         if got != nbytes or sent["magic"] != _MAGIC or sent["nbytes"] != nbytes:
             raise SettingsMismatchError(
                 f"mpiucc: recv from rank {status.Get_source()} got {max(got, 0)} bytes where "
