@@ -297,7 +297,9 @@ class Engine:
 
     def _settle(self) -> None:
         """Test every request in flight once; while any is left, this engine stays referenced
-        (``_closed_busy``), so that MPI never reads or writes a freed buffer."""
+        (``_closed_busy``), so that MPI never reads or writes a freed buffer. (The dropped
+        ones are among them: with the thread stopped, nobody else looks at them.)"""
+        self._dropped.clear()
         for posted in list(self._inflight):
             posted.progress()
         if self._inflight:
