@@ -14,7 +14,11 @@ What an engine owns:
   nothing is queued, else on the engine's one thread (``submit``), so blocking and
   non-blocking calls share one communicator;
 - one thread, started on first need: it runs queued collectives and completes the point-to-
-  point requests somebody asked a callback of;
+  point requests somebody asked a callback of or dropped the handle of;
+- every point-to-point request in flight (``Posted``, holding its frames, host copies, trailers
+  and receive scratch), from its post until MPI is done with it, whatever the caller does with
+  its handle; ``close`` does not end them (a closed engine with requests in flight stays
+  referenced until they complete);
 - one wait policy (``poll``), one deadline rule and one broken mark: a wait that sees no
   completion within the timeout raises ``CommTimeout`` and marks the communicator broken, and
   every later use raises at once (the failed operation's messages could still arrive);
@@ -55,6 +59,8 @@ from pycomm.collectives.waits import (
 #: and figures; zeros for the rest): one fixed length, so that a rank with invalid arguments
 #: (``agree_failed``) sends the same vector shape.
 AGREED_MAXIMA = 16
+#: Seconds the engine's thread sleeps when idle before it looks for dropped requests anyway.
+IDLE_S = 1.0
 
 # A queued collective: run(comm) on the engine's thread, then done(result, error).
 _Job = tuple[Callable[[MPI.Comm], Any], Callable[[Any, BaseException | None], None]]
@@ -74,6 +80,8 @@ class Engine:
         self._cv = threading.Condition(threading.Lock())
         self._queue: deque[_Job | None] = deque()
         self._watched: list[Posted] = []
+        self._inflight: set[Posted] = set()
+        self._dropped: deque[Posted] = deque()
         self.exec_lock = threading.Lock()  # held while a collective runs, on either thread
         self._thread: threading.Thread | None = None
         self._wire: ThreadPoolExecutor | None = None
@@ -263,6 +271,42 @@ class Engine:
             self._start_thread()
             self._cv.notify()
 
+    # -- point-to-point requests in flight: this engine owns them and their buffers --
+    def hold(self, posted: Posted) -> None:
+        """Keep ``posted`` until ``release``. The first post starts the engine's thread, which
+        completes the requests whose handles are dropped."""
+        if self._thread is None:
+            with self._cv:
+                self._start_thread()
+        self._inflight.add(posted)
+
+    def release(self, posted: Posted) -> None:
+        """MPI is done with ``posted``'s requests: its buffers may go."""
+        self._inflight.discard(posted)
+
+    def dropped(self, posted: Posted) -> None:
+        """Nobody can wait on ``posted`` any more: the engine's thread completes it.
+
+        Called from a handle's ``__del__``, so on any thread and maybe inside a lock: it waits
+        for none. When the engine's lock is busy, the thread finds it within ``IDLE_S``.
+        """
+        self._dropped.append(posted)
+        if self._cv.acquire(False):
+            self._cv.notify()
+            self._cv.release()
+
+    def _settle(self) -> None:
+        """Test every request in flight once; while any is left, this engine stays referenced
+        (``_closed_busy``), so that MPI never reads or writes a freed buffer. (The dropped
+        ones are among them: with the thread stopped, nobody else looks at them.)"""
+        self._dropped.clear()
+        for posted in list(self._inflight):
+            posted.progress()
+        if self._inflight:
+            _closed_busy.add(self)
+        else:
+            _closed_busy.discard(self)
+
     # -- the thread --
     def _start_thread(self) -> None:
         if self._thread is None:
@@ -276,8 +320,10 @@ class Engine:
         nap = FIRST_NAP_S
         while True:
             with self._cv:
-                while not self._queue and not self._watched:
-                    self._cv.wait()
+                while not self._queue and not self._watched and not self._dropped:
+                    self._cv.wait(IDLE_S)
+                while self._dropped:
+                    self._watched.append(self._dropped.popleft())
                 item = self._queue.popleft() if self._queue else False
             if item is None:
                 return
@@ -329,8 +375,11 @@ class Engine:
             self._wire = None
 
     def close(self) -> None:
-        """Stop the threads, free the duplicate (the communicator's delete callback)."""
+        """Stop the threads, settle the requests in flight (those of engines closed earlier
+        too), free the duplicate (the communicator's delete callback)."""
         self.stop_threads()
+        for engine in [*_closed_busy, self]:
+            engine._settle()
         own, self._comm = self._comm, None
         if own is not None and not self._owned and self.broken is None:
             own.Free()
@@ -354,14 +403,18 @@ _keyval_lock = threading.Lock()
 
 
 _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+#: Closed engines with point-to-point requests still in flight (see ``Engine._settle``).
+_closed_busy: set[Engine] = set()
 
 
 @atexit.register
 def _stop_all() -> None:
     # Registered after mpi4py's import, so it runs before MPI_Finalize: no engine thread is
-    # left running (or holding torch objects) while MPI and the interpreter shut down.
+    # left running (or holding torch objects) while MPI and the interpreter shut down, and the
+    # requests whose handles were dropped are completed where MPI has finished them.
     for engine in list(_engines):
         engine.stop_threads(timeout=5.0)
+        engine._settle()
 
 
 def _delete(comm: MPI.Comm, keyval: int, engine: Engine) -> None:

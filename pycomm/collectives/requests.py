@@ -3,11 +3,14 @@
 A queued collective completes on its engine's thread; posted point-to-point requests
 (``Posted``) are driven by whoever tests or waits on them, or by the engine's thread once a
 callback is asked for. Either way an operation that failed keeps its error for every wait.
+
+A ``Posted`` belongs to its engine from its creation until MPI is done with its buffers (frames,
+host copies, trailers, receive scratch), whatever becomes of its handle: a handle dropped
+unfinished hands it to the engine, which completes it (``Engine.dropped``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -50,10 +53,18 @@ class Request:
         if self._posted is not None and not self._future.done():
             self._posted.engine.watch(self._posted)
 
+    def __del__(self) -> None:
+        if self._posted is not None:
+            self._posted.dropped()
+
 
 class Posted:
     """Posted MPI requests that complete with ``finish()`` (point-to-point): MPI is driven by
-    whoever tests or waits, or by the engine's thread once a callback is asked for."""
+    whoever tests or waits, or by the engine's thread once a callback is asked for.
+
+    Its engine holds it, and so ``keep`` and whatever ``finish`` refers to, from here until MPI
+    is done with its requests.
+    """
 
     def __init__(
         self,
@@ -70,9 +81,15 @@ class Posted:
         self._test = tester(reqs, status)
         self._deadline = engine.deadline(timeout_s)
         self._lock = threading.Lock()
+        engine.hold(self)
 
     def request(self) -> Request:
         return Request(self.future, self)
+
+    def dropped(self) -> None:
+        """Its handle is gone: nobody will wait, so the engine completes it."""
+        if not self.future.done():
+            self.engine.dropped(self)
 
     def progress(self) -> bool:
         """Test once (never blocks); True when done. Past the deadline: fails, group broken."""
@@ -109,23 +126,37 @@ class Posted:
             return self._test()
         except MPI.Exception as exc:
             self.engine.failed_in_mpi(self.what, exc)
-            self.future.set_exception(exc)
+            self._end(exc)
             return True
 
     def _complete(self) -> None:
         if self.future.done():  # failed in MPI's Test
             return
-        self._keep = None
         try:
             result = self._finish()
         except BaseException as exc:  # kept: every wait raises it
-            self.future.set_exception(exc)
+            self._end(exc)
         else:
+            self._end(None, result)
+
+    def _end(self, error: BaseException | None, result: Any = None) -> None:
+        """MPI is done with every request: the engine lets go of the buffers."""
+        self._keep = self._finish = None
+        self.engine.release(self)
+        if error is None:
             self.future.set_result(result)
+        else:
+            self.future.set_exception(error)
 
     def _fail(self, error: BaseException) -> None:
-        for req in self._reqs:  # nothing may land in the buffer later (it stays referenced)
-            with contextlib.suppress(MPI.Exception):
+        done = True
+        for req in self._reqs:  # nothing may land in the buffers later
+            try:
                 req.Cancel()
-                req.Test()
-        self.future.set_exception(error)
+                done = req.Test() and done
+            except MPI.Exception:
+                pass  # completed already, or with an error of its own
+        if done:
+            self._end(error)
+        else:  # MPI may still use the buffers: the engine keeps them
+            self.future.set_exception(error)

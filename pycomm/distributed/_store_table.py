@@ -7,6 +7,9 @@ from typing import Any
 
 from pycomm.distributed._store_wire import Op
 
+#: The values ``add`` may leave (its reply is an int64, as torch's stores' is).
+INT64 = range(-(2**63), 2**63)
+
 
 class Table:
     """The key-value table; every method is called with ``cv`` held."""
@@ -24,6 +27,8 @@ class Table:
                 value = int(d.get(args[0], b"0")) + int(args[1])
             except ValueError:
                 raise ValueError(f"add: the value of {args[0]!r} is not an integer") from None
+            if value not in INT64:  # the reply carries an int64: refuse before storing
+                raise ValueError(f"add: {args[0]!r} would become {value}, outside int64")
             d[args[0]] = str(value).encode()
             return value
         elif op == Op.CAS:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import time
 import zlib
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
+from pycomm.collectives import checking
 from pycomm.collectives.engine import engine_of
 from pycomm.distributed import checks, compression, ops, p2p
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
@@ -54,7 +56,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._engine = engine_of(comm, owned=True)
         self._engine.where = f"rank {rank} of {size} in group {name!r}"
         self._engine.timeout_s = self._timeout_s
-        self._checked = checks.enabled()
+        self._checked = checking.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         self.compression: compression.Compression | None = None  # set_compression
@@ -106,6 +108,19 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._engine.broken = "the group was aborted"
 
     # -- the engine --
+    def _check_local(self, what: str, check: Callable[..., None], *args: Any) -> None:
+        """Raise for this rank's invalid tensors before any MPI call; in a checked group the
+        other ranks, waiting in the agreement, raise PeerArgumentError."""
+        try:
+            check(self.size(), self.rank(), *args)
+        except (TypeError, ValueError) as exc:
+            if self._checked:
+                self._engine.run(functools.partial(self._refuse, what, exc), what)
+            raise
+
+    def _refuse(self, what: str, error: BaseException, comm: Any) -> None:
+        self._engine.agree_failed(what, error)
+
     def _run(self, start: Any, opts: Any, what: str, result: Any, *args: Any) -> dist.Work:
         """Run start() as the group's next collective; ``args`` are what ranks must agree on."""
         timeout = timeout_seconds(opts.timeout, self._timeout_s)
@@ -201,6 +216,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceScatterOptions()
+        self._check_local("reduce_scatter", checks.reduce_scatter, outputs, inputs)
         start = functools.partial(
             ops.reduce_scatter, self._comm, outputs, inputs, op_code(opts.reduceOp)
         )
@@ -212,6 +228,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceScatterOptions()
+        self._check_local("reduce_scatter_tensor", checks.reduce_scatter_tensor, outputs, inputs)
         policy = self.compression
         spec = policy and policy.spec_for("reduce_scatter", inputs, opts.reduceOp)
         if spec:
@@ -244,6 +261,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
+        self._check_local("allgather", checks.all_gather, outputs, inputs)
         start = functools.partial(ops.allgather, self._comm, outputs, inputs)
         return self._run(start, opts, "allgather", outputs, outputs, _dtypes(inputs))
 
@@ -261,6 +279,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
+        self._check_local("all_gather_into_tensor", checks.all_gather_into_tensor, outputs, inputs)
         spec = self.compression and self.compression.spec_for("all_gather", inputs)
         if spec:
             job = compression.all_gather_job(
@@ -282,6 +301,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.GatherOptions()
+        self._check_local("gather", checks.gather, outputs, inputs, opts.rootRank)
         start = functools.partial(ops.gather, self._comm, outputs, inputs, opts.rootRank)
         return self._run(start, opts, "gather", outputs, _dtypes(inputs), opts.rootRank)
 
@@ -289,6 +309,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ScatterOptions()
+        self._check_local("scatter", checks.scatter, outputs, inputs, opts.rootRank)
         start = functools.partial(ops.scatter, self._comm, outputs, inputs, opts.rootRank)
         return self._run(start, opts, "scatter", outputs, _dtypes(outputs), opts.rootRank)
 
@@ -296,6 +317,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllToAllOptions()
+        self._check_local("all_to_all", checks.all_to_all, outputs, inputs)
         start = functools.partial(ops.alltoall, self._comm, outputs, inputs)
         return self._run(start, opts, "all_to_all", outputs, len(outputs))
 
@@ -308,13 +330,17 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         opts: Any = None,
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllToAllOptions()
+        out_splits, in_splits = list(output_split_sizes), list(input_split_sizes)
+        self._check_local(
+            "all_to_all_single", checks.all_to_all_single, output, input, out_splits, in_splits
+        )
         start = functools.partial(
             ops.alltoall_single,
             self._comm,
             output,
             input,
-            list(output_split_sizes),
-            list(input_split_sizes),
+            out_splits,
+            in_splits,
         )
         return self._run(start, opts, "all_to_all_single", [output], output.dtype)
 

@@ -6,7 +6,8 @@ waits for the requests, then runs ``finish`` (copy results back, divide for AVG)
 float32 and are rounded once at the end: every rank receives the same float32 bits from MPI,
 so every rank gets the same half-precision bits too. Data that is only moved (broadcast,
 gathers, scatters, all-to-all) travels as bytes, in any dtype. CUDA and non-contiguous tensors
-are staged through contiguous host copies.
+are staged through contiguous host copies. The backend has checked the arguments before
+(``checks``: dtypes, list lengths, element counts).
 """
 
 from __future__ import annotations
@@ -117,7 +118,6 @@ def allgather(
 ) -> Started:
     reqs, steps, keep = [], [], []
     for outs, t in zip(outputs, inputs, strict=True):
-        _check_count(outs, comm, "all_gather output list")
         src = as_bytes(t)
         sizes = [o.numel() * o.element_size() for o in outs]
         flat = torch.empty(sum(sizes), dtype=torch.uint8)
@@ -135,13 +135,7 @@ def allgather_into_tensor(
     comm: MPI.Intracomm, outputs: list[torch.Tensor], inputs: list[torch.Tensor]
 ) -> Started:
     reqs, back, keep = [], [], []
-    size = comm.Get_size()
     for out, t in zip(outputs, inputs, strict=True):
-        if out.numel() != t.numel() * size:
-            raise ValueError(
-                f"all_gather_into_tensor: output has {out.numel()} elements, "
-                f"expected {size} x {t.numel()}"
-            )
         buf, copy = output_buffer(out, keep_values=False)
         src = _gather_source(t, buf, comm.Get_rank())
         reqs.append(comm.Iallgather(MPI.IN_PLACE if src is None else spec(src), spec(buf)))
@@ -169,10 +163,7 @@ def reduce_scatter(
 ) -> Started:
     reqs, steps, keep = [], [], []
     for out, ins in zip(outputs, inputs, strict=True):
-        _check_count(ins, comm, "reduce_scatter input list")
         counts = [x.numel() for x in ins]
-        if counts[comm.Get_rank()] != out.numel():
-            raise ValueError("reduce_scatter: output size differs from this rank's input chunk")
         flat = torch.cat([reduction_tensor(x).reshape(-1) for x in ins])
         work = _reduction_output(out)
         reqs.append(
@@ -189,11 +180,6 @@ def reduce_scatter_tensor(
     reqs, steps, keep = [], [], []
     size = comm.Get_size()
     for out, t in zip(outputs, inputs, strict=True):
-        if t.numel() != out.numel() * size:
-            raise ValueError(
-                f"reduce_scatter_tensor: input has {t.numel()} elements, "
-                f"expected {size} x {out.numel()}"
-            )
         src = reduction_tensor(t)
         work = _reduction_output(out)
         reqs.append(
@@ -218,7 +204,6 @@ def gather(
     if comm.Get_rank() != root:
         return [comm.Igatherv(spec(src), None, root)], None, src
     outs = outputs[0]
-    _check_count(outs, comm, "gather output list")
     sizes = [o.numel() * o.element_size() for o in outs]
     flat = torch.empty(sum(sizes), dtype=torch.uint8)
     recv = [_addr(flat), (sizes, displacements(sizes)), MPI.BYTE]
@@ -235,7 +220,6 @@ def scatter(
     if comm.Get_rank() != root:
         return [comm.Iscatterv(None, spec(buf), root)], finish, buf
     ins = inputs[0]
-    _check_count(ins, comm, "scatter input list")
     flat = torch.cat([as_bytes(x) for x in ins])
     sizes = [x.numel() * x.element_size() for x in ins]
     send = [_addr(flat), (sizes, displacements(sizes)), MPI.BYTE]
@@ -245,8 +229,6 @@ def scatter(
 def alltoall(
     comm: MPI.Intracomm, outputs: list[torch.Tensor], inputs: list[torch.Tensor]
 ) -> Started:
-    _check_count(outputs, comm, "all_to_all output list")
-    _check_count(inputs, comm, "all_to_all input list")
     send_sizes = [x.numel() * x.element_size() for x in inputs]
     recv_sizes = [x.numel() * x.element_size() for x in outputs]
     sflat = torch.cat([as_bytes(x) for x in inputs])
@@ -265,8 +247,8 @@ def alltoall_single(
     in_splits: list[int],
 ) -> Started:
     size = comm.Get_size()
-    send_sizes = _split_bytes(t, in_splits, size, "input")
-    recv_sizes = _split_bytes(out, out_splits, size, "output")
+    send_sizes = _split_bytes(t, in_splits, size)
+    recv_sizes = _split_bytes(out, out_splits, size)
     src = as_bytes(t)
     buf, copy = output_buffer(out, keep_values=False)
     send = [_addr(src), (send_sizes, displacements(send_sizes)), MPI.BYTE]
@@ -279,20 +261,13 @@ def barrier(comm: MPI.Intracomm) -> Started:
     return [comm.Ibarrier()], None, None
 
 
-def _split_bytes(t: torch.Tensor, splits: list[int], size: int, what: str) -> list[int]:
+def _split_bytes(t: torch.Tensor, splits: list[int], size: int) -> list[int]:
+    """Bytes per rank of t split by rows (``splits``, else evenly)."""
     nbytes = t.numel() * t.element_size()
     if not splits:
-        if nbytes % size:
-            raise ValueError(
-                f"all_to_all_single: {what} of {nbytes} bytes does not split {size} ways"
-            )
         return [nbytes // size] * size
-    if len(splits) != size:
-        raise ValueError(f"all_to_all_single: {len(splits)} {what} splits for {size} ranks")
     rows = t.shape[0] if t.dim() else 1
     row = nbytes // rows if rows else 0
-    if sum(splits) != rows:
-        raise ValueError(f"all_to_all_single: {what} splits sum to {sum(splits)}, not {rows}")
     return [s * row for s in splits]
 
 
@@ -304,8 +279,3 @@ def _chunks_into(
     flat: torch.Tensor, outs: list[torch.Tensor], sizes: list[int]
 ) -> Callable[[], None]:
     return lambda: copy_chunks(flat, outs, sizes)
-
-
-def _check_count(tensors: list[torch.Tensor], comm: MPI.Intracomm, what: str) -> None:
-    if len(tensors) != comm.Get_size():
-        raise ValueError(f"{what} has {len(tensors)} tensors for {comm.Get_size()} ranks")

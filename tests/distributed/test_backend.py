@@ -70,3 +70,9 @@ def test_compression_policy_trains_close_to_exact_and_checkpoints(ranks: int) ->
 
 def test_compression_policy_of_auto_keeps_its_contracts() -> None:
     assert "auto policy: passed" in run_mpi(SCRIPTS / "check_auto_policy.py", 2, timeout=240)
+
+
+def test_contracts_hold_on_every_path() -> None:
+    """Dropped Works keep their buffers, mismatched receives leave the tensor, collectives check
+    dtypes and counts before any MPI call, a store add past int64 leaves the value (issue 26)."""
+    assert "contracts: passed" in run_mpi(SCRIPTS / "check_contracts.py", 2, timeout=120)

@@ -25,3 +25,8 @@ def test_single_rank() -> None:
 def test_runtime_defects_stay_fixed() -> None:
     """Handles reused after Free, sticky request errors, argument errors, first-touch order."""
     assert "runtime: passed" in run_mpi(SCRIPTS / "check_runtime.py", 2, timeout=120)
+
+
+def test_point_to_point_contracts_hold() -> None:
+    """Dropped requests keep their buffers until MPI is done; a mismatched receive leaves out."""
+    assert "p2p contracts: passed" in run_mpi(SCRIPTS / "check_p2p_contracts.py", 2, timeout=120)

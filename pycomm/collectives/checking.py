@@ -1,0 +1,18 @@
+"""Whether ranks check each other's arguments: the one rule both layers read (no torch here).
+
+pycomm's ``codec="auto"`` calls that would skip their agreement, and the torch backend's groups
+(read when a group is made), check when it is on: ``MPIUCC_CHECK=1``; ``MPIUCC_CHECK=0`` turns
+it off; otherwise torch's own convention decides, ``TORCH_DISTRIBUTED_DEBUG=DETAIL``.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def enabled() -> bool:
+    """Whether checking is on (the environment as it is now)."""
+    forced = os.environ.get("MPIUCC_CHECK", "")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
