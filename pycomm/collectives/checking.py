@@ -1,8 +1,8 @@
-"""Whether ranks check each other's arguments: the one rule both layers read (no torch here).
+"""Whether the torch backend's groups check each other's arguments (no torch here).
 
-pycomm's ``codec="auto"`` calls that would skip their agreement, and the torch backend's groups
-(read when a group is made), check when it is on: ``MPIUCC_CHECK=1``; ``MPIUCC_CHECK=0`` turns
-it off; otherwise torch's own convention decides, ``TORCH_DISTRIBUTED_DEBUG=DETAIL``.
+pycomm's own collectives always agree; a torch backend group (read when it is made) checks
+when this is on: ``MPIUCC_CHECK=1``; ``MPIUCC_CHECK=0`` turns it off; otherwise torch's own
+convention decides, ``TORCH_DISTRIBUTED_DEBUG=DETAIL``.
 """
 
 from __future__ import annotations
