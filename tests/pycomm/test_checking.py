@@ -1,4 +1,4 @@
-"""One rule says whether checking is on, for pycomm's auto and the torch backend alike."""
+"""One rule says whether the torch backend checks (pycomm's own collectives always agree)."""
 
 import os
 import subprocess
@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("mpi4py")
 
 PROBE = (
-    "import sys; from pycomm.collectives import auto, checking; "
-    "print(auto.CHECKED, checking.enabled(), 'torch' in sys.modules)"
+    "import sys; from pycomm.collectives import checking; "
+    "print(checking.enabled(), 'torch' in sys.modules)"
 )
 
 
@@ -25,7 +25,7 @@ PROBE = (
         ({"MPIUCC_CHECK": "0", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, False),
     ],
 )
-def test_auto_checks_when_the_backend_does_and_imports_no_torch(env: dict, on: bool) -> None:
+def test_checking_follows_torch_and_mpiucc_check_without_importing_torch(env: dict, on: bool) -> None:
     base = {
         k: v for k, v in os.environ.items() if k not in ("MPIUCC_CHECK", "TORCH_DISTRIBUTED_DEBUG")
     }
@@ -37,4 +37,4 @@ def test_auto_checks_when_the_backend_does_and_imports_no_torch(env: dict, on: b
         check=True,
         env={**base, **env},
     )
-    assert proc.stdout.split() == [str(on), str(on), "False"]
+    assert proc.stdout.split() == [str(on), "False"]
