@@ -25,7 +25,7 @@ from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
 from pycomm.collectives.engine import engine_of
-from pycomm.distributed import checks, compression, ops, p2p
+from pycomm.distributed import checks, compression, ops, p2p, transport
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
 from pycomm.distributed.p2p import P2PWork
 from pycomm.distributed.store import MPIStore
@@ -56,6 +56,12 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._engine.timeout_s = self._timeout_s
         self._checked = checks.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
+        # The library of the uncompressed collectives (transport.py): ops over the
+        # communicator, or ucc_ops over the group's UCC team.
+        self._collectives = "mpi"
+        self._ops: Any = ops
+        self._on: Any = comm
+        self.set_collectives(transport.from_env())
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         self.compression: compression.Compression | None = None  # set_compression
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).
@@ -88,6 +94,17 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def comm(self) -> MPI.Intracomm:
         """The group's MPI communicator (use it only while no collective of the group runs)."""
         return self._comm
+
+    @property
+    def collectives(self) -> str:
+        """``mpi`` or ``ucc``: what the group's uncompressed collectives run on."""
+        return self._collectives
+
+    def set_collectives(self, choice: str) -> None:
+        """Run the group's uncompressed collectives on ``mpi``, ``ucc`` or ``auto`` (see
+        ``transport``); every rank of the group must choose alike, between collectives."""
+        self._ops, self._on = transport.ops_for(choice, self._engine)
+        self._collectives = transport.resolve(choice)
 
     def set_timeout(self, timeout: timedelta) -> None:
         self._timeout_s = timeout_seconds(timeout, self._timeout_s)
@@ -150,7 +167,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 self.compression, spec, self._engine, tensors[0], opts.reduceOp
             )
             return self._submit(job, opts, "compressed all_reduce", tensors)
-        start = functools.partial(ops.allreduce, self._comm, tensors, op_code(opts.reduceOp))
+        start = functools.partial(self._ops.allreduce, self._on, tensors, op_code(opts.reduceOp))
         return self._run(start, opts, "allreduce", tensors, tensors, op_code(opts.reduceOp))
 
     def _allreduce_inline(self, t: torch.Tensor, opts: Any) -> bool:
@@ -158,7 +175,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         directly, the group idle. True when done; small all_reduce calls are latency-bound and
         every 100 ns shows, hence the bound methods and the single request."""
         datatype = DIRECT_TYPES.get(t.dtype)
-        if datatype is None or not t.is_cpu or not t.is_contiguous():
+        if datatype is None or self._ops is not ops or not t.is_cpu or not t.is_contiguous():
             return False
         mop = DIRECT_OPS.get(op_code(opts.reduceOp))
         policy = self.compression
@@ -182,7 +199,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
         start = functools.partial(
-            ops.allreduce_coalesced, self._comm, tensors, op_code(opts.reduceOp)
+            self._ops.allreduce_coalesced, self._on, tensors, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "allreduce_coalesced", tensors, tensors, op_code(opts.reduceOp)
@@ -191,7 +208,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceOptions()
         start = functools.partial(
-            ops.reduce, self._comm, tensors, opts.rootRank, op_code(opts.reduceOp)
+            self._ops.reduce, self._on, tensors, opts.rootRank, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "reduce", tensors, tensors, opts.rootRank, op_code(opts.reduceOp)
@@ -202,7 +219,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceScatterOptions()
         start = functools.partial(
-            ops.reduce_scatter, self._comm, outputs, inputs, op_code(opts.reduceOp)
+            self._ops.reduce_scatter, self._on, outputs, inputs, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "reduce_scatter", outputs, inputs, _dtypes(outputs), op_code(opts.reduceOp)
@@ -220,7 +237,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             )
             return self._submit(job, opts, "compressed reduce_scatter", outputs)
         start = functools.partial(
-            ops.reduce_scatter_tensor, self._comm, outputs, inputs, op_code(opts.reduceOp)
+            self._ops.reduce_scatter_tensor, self._on, outputs, inputs, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "reduce_scatter_tensor", outputs, outputs, inputs, op_code(opts.reduceOp)
@@ -237,14 +254,14 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     # -- data movement --
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.BroadcastOptions()
-        start = functools.partial(ops.broadcast, self._comm, tensors, opts.rootRank)
+        start = functools.partial(self._ops.broadcast, self._on, tensors, opts.rootRank)
         return self._run(start, opts, "broadcast", tensors, tensors, opts.rootRank)
 
     def allgather(
         self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
-        start = functools.partial(ops.allgather, self._comm, outputs, inputs)
+        start = functools.partial(self._ops.allgather, self._on, outputs, inputs)
         return self._run(start, opts, "allgather", outputs, outputs, _dtypes(inputs))
 
     def allgather_coalesced(
@@ -267,7 +284,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 self.compression, spec, self._engine, outputs[0], inputs[0]
             )
             return self._submit(job, opts, "compressed all_gather", outputs)
-        start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
+        start = functools.partial(self._ops.allgather_into_tensor, self._on, outputs, inputs)
         return self._run(start, opts, "all_gather_into_tensor", outputs, outputs, inputs)
 
     def all_gather_single(
@@ -282,21 +299,21 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.GatherOptions()
-        start = functools.partial(ops.gather, self._comm, outputs, inputs, opts.rootRank)
+        start = functools.partial(self._ops.gather, self._on, outputs, inputs, opts.rootRank)
         return self._run(start, opts, "gather", outputs, _dtypes(inputs), opts.rootRank)
 
     def scatter(
         self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ScatterOptions()
-        start = functools.partial(ops.scatter, self._comm, outputs, inputs, opts.rootRank)
+        start = functools.partial(self._ops.scatter, self._on, outputs, inputs, opts.rootRank)
         return self._run(start, opts, "scatter", outputs, _dtypes(outputs), opts.rootRank)
 
     def alltoall(
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllToAllOptions()
-        start = functools.partial(ops.alltoall, self._comm, outputs, inputs)
+        start = functools.partial(self._ops.alltoall, self._on, outputs, inputs)
         return self._run(start, opts, "all_to_all", outputs, len(outputs))
 
     def all_to_all_single(
@@ -309,8 +326,8 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllToAllOptions()
         start = functools.partial(
-            ops.alltoall_single,
-            self._comm,
+            self._ops.alltoall_single,
+            self._on,
             output,
             input,
             list(output_split_sizes),
@@ -322,7 +339,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
 
     def barrier(self, opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.BarrierOptions()
-        return self._run(functools.partial(ops.barrier, self._comm), opts, "barrier", None)
+        return self._run(functools.partial(self._ops.barrier, self._on), opts, "barrier", None)
 
     # -- point-to-point --
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> dist.Work:
