@@ -398,6 +398,7 @@ def create(opts: _DistributedBackendOptions, backend_options: Any = None) -> Pro
     if not ranks:  # the default group
         base = world_comm(opts.group_rank, opts.group_size)
         _world["comm"] = base
+        transport.init_world(base)
         comm = base.Dup()
     else:
         comm = _subgroup_comm(ranks, str(opts.group_id))

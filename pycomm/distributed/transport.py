@@ -40,6 +40,17 @@ def resolve(choice: str) -> str:
     return "ucc" if choice == "ucc" else "mpi"
 
 
+def init_world(world: Any) -> None:
+    """At the default group's creation (every rank): where ``MPIUCC_COLLECTIVES=ucc``, make
+    UCC's context over the world, so that UCX connects the ranks of every later team over
+    shared memory where it can (a context made by a team alone asks UCX for endpoints that
+    report peer failures, which UCX's shared-memory transports cannot: TCP carries them)."""
+    if from_env() == "ucc" and ucc.available():
+        from pycomm.ucc.team import init_context
+
+        init_context(world)
+
+
 def ops_for(choice: str, engine: Any) -> tuple[ModuleType, Any]:
     """The ops module a group's collectives call and the first argument they take."""
     if resolve(choice) == "mpi":

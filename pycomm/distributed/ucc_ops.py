@@ -68,8 +68,9 @@ class UccComm:
         self.engine = engine
         self.comm = engine.comm
 
-    def team(self) -> Any:
-        return team_of(self.engine)
+    def team(self, what: str) -> Any:
+        """The team; made now if this is the group's first UCC collective, ``what``."""
+        return team_of(self.engine, what=what)
 
     def size(self) -> int:
         return self.comm.Get_size()
@@ -100,7 +101,7 @@ def _displs(counts: list[int]) -> np.ndarray:
 def allreduce(uc: UccComm, tensors: list[torch.Tensor], op: int) -> Started:
     if not _on_ucc(tensors, op):
         return ops.allreduce(uc.comm, tensors, op)
-    team, size = uc.team(), uc.size()
+    team, size = uc.team("allreduce"), uc.size()
     reqs, steps, keep = [], [], []
     for t in tensors:
         mpi_op(op, t.dtype)  # the same argument errors as on MPI
@@ -128,7 +129,7 @@ def allreduce_coalesced(uc: UccComm, tensors: list[torch.Tensor], op: int) -> St
 def broadcast(uc: UccComm, tensors: list[torch.Tensor], root: int) -> Started:
     if not _on_ucc(tensors):
         return ops.broadcast(uc.comm, tensors, root)
-    team, is_root = uc.team(), uc.rank() == root
+    team, is_root = uc.team("broadcast"), uc.rank() == root
     reqs, back = [], []
     for t in tensors:
         buf, copy = output_buffer(t, keep_values=is_root)
@@ -153,7 +154,7 @@ def allgather(
 ) -> Started:
     if not _on_ucc(inputs):
         return ops.allgather(uc.comm, outputs, inputs)
-    team, size = uc.team(), uc.size()
+    team, size = uc.team("allgather"), uc.size()
     reqs, steps, keep = [], [], []
     for outs, t in zip(outputs, inputs, strict=True):
         ops._check_count(outs, uc.comm, "all_gather output list")
@@ -190,7 +191,7 @@ def allgather_into_tensor(
 ) -> Started:
     if not _on_ucc(inputs):
         return ops.allgather_into_tensor(uc.comm, outputs, inputs)
-    team, size, rank = uc.team(), uc.size(), uc.rank()
+    team, size, rank = uc.team("all_gather_into_tensor"), uc.size(), uc.rank()
     reqs, back, keep = [], [], []
     for out, t in zip(outputs, inputs, strict=True):
         if out.numel() != t.numel() * size:
@@ -235,7 +236,7 @@ def reduce_scatter_tensor(
 ) -> Started:
     if not _on_ucc(outputs, op):
         return ops.reduce_scatter_tensor(uc.comm, outputs, inputs, op)
-    team, size = uc.team(), uc.size()
+    team, size = uc.team("reduce_scatter_tensor"), uc.size()
     reqs, steps, keep = [], [], []
     for out, t in zip(outputs, inputs, strict=True):
         if t.numel() != out.numel() * size:
@@ -286,7 +287,7 @@ def alltoall(uc: UccComm, outputs: list[torch.Tensor], inputs: list[torch.Tensor
         return ops.alltoall(uc.comm, outputs, inputs)
     sflat = torch.cat([as_bytes(x) for x in inputs])
     rflat = torch.empty(sum(recv_sizes), dtype=torch.uint8)
-    req = _alltoallv(uc.team(), sflat, send_sizes, rflat, recv_sizes)
+    req = _alltoallv(uc.team("all_to_all"), sflat, send_sizes, rflat, recv_sizes)
     return [req], _chunks_into(rflat, outputs, recv_sizes), (sflat, rflat)
 
 
@@ -306,7 +307,7 @@ def alltoall_single(
     buf, copy = output_buffer(out, keep_values=False)
     if len(set(send_sizes)) == 1 and send_sizes == recv_sizes:
         req = _ucc.post(
-            uc.team(),
+            uc.team("all_to_all_single"),
             "alltoall",
             src=src.data_ptr(),
             src_count=src.numel(),
@@ -314,7 +315,8 @@ def alltoall_single(
             dst_count=src.numel(),
         )
     else:
-        req = _alltoallv(uc.team(), src, send_sizes, buf.view(-1).view(torch.uint8), recv_sizes)
+        dst = buf.view(-1).view(torch.uint8)
+        req = _alltoallv(uc.team("all_to_all_single"), src, send_sizes, dst, recv_sizes)
     return [req], ops._copy_back([(out, buf)]) if copy else None, (src, buf)
 
 
@@ -334,7 +336,7 @@ def _alltoallv(
 
 
 def barrier(uc: UccComm) -> Started:
-    return [_ucc.post(uc.team(), "barrier")], None, None
+    return [_ucc.post(uc.team("barrier"), "barrier")], None, None
 
 
 def _chunks_into(

@@ -97,9 +97,11 @@ cdef extern from "ucc/api/ucc.h" nogil:
         UCC_CONTEXT_EXCLUSIVE
         UCC_CONTEXT_SHARED
     uint64_t UCC_CONTEXT_PARAM_FIELD_TYPE
+    uint64_t UCC_CONTEXT_PARAM_FIELD_OOB
     ctypedef struct ucc_context_params_t:
         uint64_t mask
         ucc_context_type_t type
+        ucc_oob_coll_t oob
 
     ctypedef enum ucc_ep_range_type_t:
         UCC_COLLECTIVE_EP_RANGE_CONTIG

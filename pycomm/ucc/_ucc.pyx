@@ -59,14 +59,21 @@ THREAD_MODES = {UCC_THREAD_SINGLE: "single", UCC_THREAD_FUNNELED: "funneled",
 
 
 cdef class Context:
-    """UCC's library and one context with no out-of-band exchange of its own (each team
-    exchanges its members' addresses when it is made). One per process."""
+    """UCC's library and one context. One per process.
+
+    With ``oob`` (as Team's, over ``size`` processes of which this is ``rank``) the context is
+    made collectively and its processes exchange addresses once: UCX may then connect them
+    over shared memory. Without, each team exchanges its members' addresses, and UCC asks UCX
+    for endpoints that report peer failures, which its shared-memory transports do not do.
+    """
 
     cdef ucc_lib_h lib
     cdef ucc_context_h ctx
     cdef readonly str thread_mode
+    cdef readonly object oob
+    cdef public object oob_error
 
-    def __cinit__(self):
+    def __cinit__(self, oob=None, int rank=0, int size=1):
         cdef ucc_lib_config_h lib_config = NULL
         cdef ucc_context_config_h ctx_config = NULL
         cdef ucc_lib_params_t lib_params
@@ -92,12 +99,24 @@ cdef class Context:
         self.thread_mode = THREAD_MODES.get(attr.thread_mode, str(attr.thread_mode))
         ctx_params.mask = UCC_CONTEXT_PARAM_FIELD_TYPE
         ctx_params.type = UCC_CONTEXT_EXCLUSIVE
+        self.oob = oob
+        if oob is not None:
+            ctx_params.mask |= UCC_CONTEXT_PARAM_FIELD_OOB
+            ctx_params.oob.allgather = _oob_allgather
+            ctx_params.oob.req_test = _oob_test
+            ctx_params.oob.req_free = _oob_free
+            ctx_params.oob.coll_info = <void *>self
+            ctx_params.oob.n_oob_eps = size
+            ctx_params.oob.oob_ep = rank
         with nogil:
             st = ucc_context_config_read(self.lib, NULL, &ctx_config)
         check(st, "reading the context configuration")
         with nogil:
             st = ucc_context_create(self.lib, &ctx_params, ctx_config, &self.ctx)
             ucc_context_config_release(ctx_config)
+        if self.oob_error is not None:
+            error, self.oob_error = self.oob_error, None
+            raise error
         check(st, "ucc_context_create")
 
     def progress(self) -> None:
@@ -105,15 +124,15 @@ cdef class Context:
             ucc_context_progress(self.ctx)
 
 
-# The out-of-band allgather of team creation: Team.oob(src, dst, nbytes) posts it (over MPI)
-# and returns a request with Test(); UCC holds (team, request) until req_free.
+# The out-of-band allgather of context and team creation: owner.oob(src, dst, nbytes) posts it
+# (over MPI) and returns a request with Test(); UCC holds (owner, request) until req_free.
 cdef ucc_status_t _oob_allgather(void *src, void *dst, size_t size, void *info,
                                  void **req) noexcept with gil:
-    team = <Team>info
+    owner = <object>info  # the Team or Context being made
     try:
-        pending = (team, team.oob(<size_t>src, <size_t>dst, size))
+        pending = (owner, owner.oob(<size_t>src, <size_t>dst, size))
     except BaseException as exc:
-        team.oob_error = exc
+        owner.oob_error = exc
         return UCC_ERR_NO_MESSAGE
     Py_INCREF(pending)
     req[0] = <void *>pending
@@ -125,7 +144,7 @@ cdef ucc_status_t _oob_test(void *req) noexcept with gil:
     try:
         return UCC_OK if pending[1].Test() else UCC_INPROGRESS
     except BaseException as exc:
-        (<Team>pending[0]).oob_error = exc
+        pending[0].oob_error = exc
         return UCC_ERR_NO_MESSAGE
 
 

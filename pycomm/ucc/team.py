@@ -23,7 +23,8 @@ _KEY = "ucc_team"
 
 
 def context() -> _ucc.Context:
-    """The process's UCC library and context (made on first call; never destroyed)."""
+    """The process's UCC library and context (made on first call, where ``init_context`` did
+    not make it; never destroyed)."""
     global _context
     if _ucc is None:
         raise RuntimeError(f"pycomm.ucc: {unavailable_reason()}")
@@ -31,6 +32,19 @@ def context() -> _ucc.Context:
         with _lock:
             if _context is None:
                 _context = _ucc.Context()
+    return _context
+
+
+def init_context(comm: MPI.Comm) -> _ucc.Context:
+    """Make the process's context collectively over ``comm`` (the world's communicator: every
+    later team's members must be in it), so that UCX may connect its members over shared
+    memory. Call it on every rank of comm before any team is made; later calls return it."""
+    global _context
+    if _ucc is None:
+        raise RuntimeError(f"pycomm.ucc: {unavailable_reason()}")
+    with _lock:
+        if _context is None:
+            _context = _ucc.Context(_oob(comm), comm.Get_rank(), comm.Get_size())
     return _context
 
 
@@ -46,18 +60,20 @@ def _oob(comm: MPI.Comm) -> Callable[[int, int, int], MPI.Request]:
     return allgather
 
 
-def team_of(engine: Engine, deadline: float | None = None) -> _ucc.Team:
+def team_of(engine: Engine, deadline: float | None = None, what: str = "") -> _ucc.Team:
     """The UCC team of the engine's communicator, made by the first call.
 
     The first call is collective over the communicator: make it where the engine runs its
     collectives (a job of ``Engine.run`` or ``enqueue``), as every rank does at that point.
-    A failed or late creation breaks the communicator as any collective would.
+    A failed or late creation breaks the communicator as any collective would; ``what`` is the
+    collective that asked for the team, for the error.
     """
     team = engine.attached.get(_KEY)
     if team is None:
         comm = engine.comm
         team = _ucc.Team(context(), comm.Get_rank(), comm.Get_size(), _oob(comm))
-        engine.wait_until(team.create_test, "creating the UCC team", deadline)
+        making = f"{what} (making the UCC team first)" if what else "making the UCC team"
+        engine.wait_until(team.create_test, making, deadline)
         engine.attached[_KEY] = team
         engine.on_close(lambda broken: broken or team.destroy())
     return team

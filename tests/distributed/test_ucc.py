@@ -23,9 +23,13 @@ needs_ucc = pytest.mark.skipif(
 
 
 @needs_ucc
-@pytest.mark.parametrize("ranks", [2, 3, 4])  # 3: the sub-group leaves a rank out
-def test_collectives_on_ucc_match_mpi_bitwise(ranks: int) -> None:
-    out = run_mpi(SCRIPTS / "check_ucc.py", ranks, timeout=240)
+@pytest.mark.parametrize(
+    ("ranks", "context"),
+    [(2, "world"), (3, "teams"), (4, "world"), (2, "teams")],  # 3: a sub-group leaves one out
+)
+def test_collectives_on_ucc_match_mpi_bitwise(ranks: int, context: str) -> None:
+    args = ("--context-over-world",) if context == "world" else ()
+    out = run_mpi(SCRIPTS / "check_ucc.py", ranks, *args, timeout=240)
     assert "ucc collectives: passed" in out
 
 
@@ -59,3 +63,24 @@ def test_ucc_without_the_layer_says_why(monkeypatch: pytest.MonkeyPatch) -> None
 def test_ucc_with_the_layer() -> None:
     assert transport.resolve("ucc") == "ucc"
     assert ucc.version().count(".") >= 1
+
+
+@needs_ucc
+@pytest.mark.parametrize(
+    ("script", "ranks", "says"),
+    [
+        ("check_collectives.py", 2, "collectives: passed"),
+        ("check_collectives.py", 4, "collectives: passed"),
+        ("check_subgroups.py", 3, "subgroups: passed"),
+        ("check_async_p2p.py", 2, "async and point-to-point: passed"),
+        ("check_ddp.py", 2, "DDP: passed"),
+        ("check_timeout.py", 3, "timeouts: passed"),
+    ],
+)
+def test_backend_suites_with_every_group_on_ucc(
+    script: str, ranks: int, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend's own checks (against gloo) with MPIUCC_COLLECTIVES=ucc: every group,
+    the world's included, on UCC, the context made over the world."""
+    monkeypatch.setenv(transport.ENV, "ucc")
+    assert says in run_mpi(SCRIPTS / script, ranks, timeout=240)

@@ -5,21 +5,26 @@ Every collective the backend sends to UCC, on a group over all ranks with
 sums are exact in every dtype (``sample``), so equal means bitwise equal. Then a sub-group
 from ``new_group`` (made on UCC through ``MPIUCC_COLLECTIVES``, its team made on first use),
 async calls, and a collective that one rank skips: it times out on the others and breaks the
-group, as on MPI.
+group, as on MPI. With ``--context-over-world`` UCC's context is made over the world first (UCX
+may then use shared memory), else each team makes its own connections (over TCP).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 from _dist import FLOATS, INTS, assert_equal, init, passed, sample
+from mpi4py import MPI
 
-from pycomm.ucc.team import has_team
+from pycomm.ucc.team import has_team, init_context
 
+if "--context-over-world" in sys.argv:  # as MPIUCC_COLLECTIVES=ucc makes it
+    init_context(MPI.COMM_WORLD)
 RANK, SIZE, GLOO = init()
 MPI_GROUP = dist.new_group(backend="mpiucc")
 UCC_GROUP = dist.new_group(backend="mpiucc")
