@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DMPIUCC_WERROR=ON
 endif
 
-.PHONY: demo test test-c test-sanitize fuzz-short test-py test-wheel build bench lint clean
+.PHONY: demo test test-c test-sanitize fuzz-short test-py test-wheel test-ucc build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -52,6 +52,17 @@ fuzz-short: $(VENV)/.deps
 
 test-py: build
 	$(PY) -m pytest -q tests
+
+# pycomm's UCC layer: UCC built from ../shared/third_party against UCX from its wheel
+# (tools/build_ucc.sh; once, then kept in UCC_PREFIX), the package rebuilt against it, and the
+# UCC tests run under its libraries. Not part of `test`: it needs autotools and a few minutes.
+UCC_PREFIX ?= build/ucc
+UCC_LIBS = $(abspath $(UCC_PREFIX))/lib:$(abspath $(UCC_PREFIX))/ucx/lib
+test-ucc: $(VENV)/.deps
+	PYTHON=$(PY) tools/build_ucc.sh $(UCC_PREFIX)
+	UCC_HOME=$(abspath $(UCC_PREFIX)) $(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	LD_LIBRARY_PATH=$(UCC_LIBS) $(PY) -c "import pycomm.ucc as u; assert u.available(), u.unavailable_reason()"
+	LD_LIBRARY_PATH=$(UCC_LIBS) $(PY) -m pytest -q tests/distributed/test_ucc.py tests/pycomm/test_ucc_layer.py
 
 # The package as users install it: `pip wheel .`, a fresh venv with the wheel's extras
 # [mpi,torch,train] only, then the CLI, codecs, collectives, DDP hook and a short training job

@@ -117,7 +117,9 @@ def info() -> dict[str, Any]:
 
     Keys: ``mpiucc`` (version), ``mpi4py``, ``mpi_vendor``, ``mpi_version`` (the standard),
     ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
-    ``collectives_via_ucc``, ``component``, ``enabled``, ``how``), ``mpi_error`` (why the MPI
+    ``collectives_via_ucc``, ``component``, ``enabled``, ``how``: the MPI library's own UCC),
+    ``ucc_layer`` (pycomm's UCC layer: ``built``, ``version``, ``why_not``, ``collectives``,
+    ``ucx_library``), ``mpi_error`` (why the MPI
     fields are None, else None), ``simd_level`` (None when pycodecs is not built), ``torch``
     (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``),
     ``auto``: codec="auto"'s measured link and codec figures and what it would choose for
@@ -133,9 +135,37 @@ def info() -> dict[str, Any]:
         "simd_level": _simd_level(),
         "torch": _version("torch"),
         "torch_ucc": None if torch_dist is None else bool(torch_dist.is_ucc_available()),
+        "ucc_layer": ucc_layer(),
         "extras": extras_present(),
         "auto": _auto(),
     }
+
+
+def ucc_layer() -> dict[str, Any]:
+    """pycomm's own UCC layer (``pycomm.ucc``): whether it was built and loads, the UCC
+    version, why not, and what ``MPIUCC_COLLECTIVES`` asks the backend's groups to use."""
+    from pycomm import ucc
+
+    return {
+        "built": ucc.available(),
+        "version": ucc.version(),
+        "why_not": ucc.unavailable_reason(),
+        "collectives": os.environ.get("MPIUCC_COLLECTIVES", "").strip().lower() or "mpi",
+        "ucx_library": _loaded("libucp.so") if ucc.available() else None,
+    }
+
+
+def _loaded(name: str) -> str | None:
+    """The path this process loaded a shared library from (Linux), else None. The MPI library
+    may carry its own UCX: the first one loaded serves UCC too (LD_LIBRARY_PATH picks it)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if name in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def _auto() -> dict[str, Any] | None:
@@ -161,6 +191,7 @@ def format_info(found: dict[str, Any]) -> str:
     ]
     if found["torch_ucc"] is not None:
         rows.append(("torch UCC backend", "yes" if found["torch_ucc"] else "no"))
+    rows += _ucc_layer_rows(found.get("ucc_layer"))
     ucc = found["ucc"] or {}
     if ucc.get("component") and not ucc.get("enabled"):
         rows.append(("hint", "set OMPI_MCA_coll_ucc_enable=1 OMPI_MCA_coll_ucc_priority=100"))
@@ -192,6 +223,19 @@ def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
         ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
         ("collectives via UCC", f"{via} ({ucc['how']})"),
     ]
+
+
+def _ucc_layer_rows(layer: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if not layer:
+        return []
+    if layer["built"]:
+        state = f"yes (UCC {layer['version']}, UCX from {layer['ucx_library']})"
+    else:
+        state = f"no ({layer['why_not']})"
+    choice = layer["collectives"]
+    if choice == "auto":
+        choice = "auto (mpi until measured)"
+    return [("pycomm UCC layer", state), ("group collectives on", f"{choice} (MPIUCC_COLLECTIVES)")]
 
 
 def _auto_rows(auto: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -87,6 +87,9 @@ class Engine:
         self._wire: ThreadPoolExecutor | None = None
         self.link = Link(comm.Get_size())  # latency and bandwidth, measured as it runs
         self.observed: Any = None  # what codec="auto" learned here (auto.Observed), on first use
+        # State other layers tie to this communicator (pycomm.ucc's team), and what closes it.
+        self.attached: dict[str, Any] = {}
+        self._closers: list[Callable[[bool], None]] = []
 
     # -- the private communicator --
     @property
@@ -123,11 +126,22 @@ class Engine:
 
         ``status`` receives the status of a single request.
         """
+        self.wait_until(tester(reqs, status), what, deadline)
+
+    def wait_until(
+        self, test: Callable[[], object], what: str, deadline: float | None = None
+    ) -> None:
+        """Call test() until it returns true, under ``wait``'s rules: past the deadline the
+        communicator is broken (CommTimeout); an error of the library that test() drives breaks
+        it too (MPI's, or a RuntimeError such as ``pycomm.ucc``'s UccError)."""
         deadline = self.deadline() if deadline is None else deadline
         try:
-            done = poll(tester(reqs, status), deadline)
+            done = poll(test, deadline)
         except MPI.Exception as exc:
             self.failed_in_mpi(what, exc)
+            raise
+        except RuntimeError as exc:
+            self.broken = self.broken or f"an earlier {what} failed: {exc}"
             raise
         if not done:
             raise self.timed_out(what, deadline)
@@ -374,12 +388,20 @@ class Engine:
             self._wire.shutdown(wait=timeout is None)
             self._wire = None
 
+    def on_close(self, closer: Callable[[bool], None]) -> None:
+        """Have ``close`` call closer(broken) (broken: an operation failed or timed out)."""
+        self._closers.append(closer)
+
     def close(self) -> None:
         """Stop the threads, settle the requests in flight (those of engines closed earlier
         too), free the duplicate (the communicator's delete callback)."""
         self.stop_threads()
         for engine in [*_closed_busy, self]:
             engine._settle()
+        closers, self._closers = self._closers, []
+        for closer in closers:
+            closer(self.broken is not None)
+        self.attached.clear()
         own, self._comm = self._comm, None
         if own is not None and not self._owned and self.broken is None:
             own.Free()

@@ -113,9 +113,12 @@ def poll(test: Callable[[], object], deadline: float) -> bool:
 
 
 def tester(reqs: list[MPI.Request], status: MPI.Status | None) -> Callable[[], bool]:
+    """One test of every request: MPI's, or any with a ``Test()`` (``pycomm.ucc``'s)."""
     if len(reqs) == 1:
         req = reqs[0]
         return lambda: req.Test(status)
+    if not isinstance(reqs[0], MPI.Request):
+        return lambda: all([req.Test() for req in reqs])
     return lambda: MPI.Request.Testall(reqs)
 
 

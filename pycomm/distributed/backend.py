@@ -27,7 +27,7 @@ from torch._C._distributed_c10d import _DistributedBackendOptions
 
 from pycomm.collectives import checking
 from pycomm.collectives.engine import engine_of
-from pycomm.distributed import checks, compression, ops, p2p
+from pycomm.distributed import checks, compression, ops, p2p, transport
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
 from pycomm.distributed.p2p import P2PWork
 from pycomm.distributed.store import MPIStore
@@ -58,6 +58,12 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._engine.timeout_s = self._timeout_s
         self._checked = checking.enabled()
         self._done = DoneWork()  # shared by blocking all_reduce calls on the fast path
+        # The library of the uncompressed collectives (transport.py): ops over the
+        # communicator, or ucc_ops over the group's UCC team.
+        self._collectives = "mpi"
+        self._ops: Any = ops
+        self._on: Any = comm
+        self.set_collectives(transport.from_env())
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         self.compression: compression.Compression | None = None  # set_compression
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).
@@ -90,6 +96,17 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def comm(self) -> MPI.Intracomm:
         """The group's MPI communicator (use it only while no collective of the group runs)."""
         return self._comm
+
+    @property
+    def collectives(self) -> str:
+        """``mpi`` or ``ucc``: what the group's uncompressed collectives run on."""
+        return self._collectives
+
+    def set_collectives(self, choice: str) -> None:
+        """Run the group's uncompressed collectives on ``mpi``, ``ucc`` or ``auto`` (see
+        ``transport``); every rank of the group must choose alike, between collectives."""
+        self._ops, self._on = transport.ops_for(choice, self._engine)
+        self._collectives = transport.resolve(choice)
 
     def set_timeout(self, timeout: timedelta) -> None:
         self._timeout_s = timeout_seconds(timeout, self._timeout_s)
@@ -165,7 +182,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 self.compression, spec, self._engine, tensors[0], opts.reduceOp
             )
             return self._submit(job, opts, "compressed all_reduce", tensors)
-        start = functools.partial(ops.allreduce, self._comm, tensors, op_code(opts.reduceOp))
+        start = functools.partial(self._ops.allreduce, self._on, tensors, op_code(opts.reduceOp))
         return self._run(start, opts, "allreduce", tensors, tensors, op_code(opts.reduceOp))
 
     def _allreduce_inline(self, t: torch.Tensor, opts: Any) -> bool:
@@ -173,7 +190,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         directly, the group idle. True when done; small all_reduce calls are latency-bound and
         every 100 ns shows, hence the bound methods and the single request."""
         datatype = DIRECT_TYPES.get(t.dtype)
-        if datatype is None or not t.is_cpu or not t.is_contiguous():
+        if datatype is None or self._ops is not ops or not t.is_cpu or not t.is_contiguous():
             return False
         mop = DIRECT_OPS.get(op_code(opts.reduceOp))
         policy = self.compression
@@ -197,7 +214,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
         start = functools.partial(
-            ops.allreduce_coalesced, self._comm, tensors, op_code(opts.reduceOp)
+            self._ops.allreduce_coalesced, self._on, tensors, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "allreduce_coalesced", tensors, tensors, op_code(opts.reduceOp)
@@ -206,7 +223,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.ReduceOptions()
         start = functools.partial(
-            ops.reduce, self._comm, tensors, opts.rootRank, op_code(opts.reduceOp)
+            self._ops.reduce, self._on, tensors, opts.rootRank, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "reduce", tensors, tensors, opts.rootRank, op_code(opts.reduceOp)
@@ -218,7 +235,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         opts = opts if opts is not None else dist.ReduceScatterOptions()
         self._check_local("reduce_scatter", checks.reduce_scatter, outputs, inputs)
         start = functools.partial(
-            ops.reduce_scatter, self._comm, outputs, inputs, op_code(opts.reduceOp)
+            self._ops.reduce_scatter, self._on, outputs, inputs, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "reduce_scatter", outputs, inputs, _dtypes(outputs), op_code(opts.reduceOp)
@@ -237,7 +254,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             )
             return self._submit(job, opts, "compressed reduce_scatter", outputs)
         start = functools.partial(
-            ops.reduce_scatter_tensor, self._comm, outputs, inputs, op_code(opts.reduceOp)
+            self._ops.reduce_scatter_tensor, self._on, outputs, inputs, op_code(opts.reduceOp)
         )
         return self._run(
             start, opts, "reduce_scatter_tensor", outputs, outputs, inputs, op_code(opts.reduceOp)
@@ -254,7 +271,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     # -- data movement --
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.BroadcastOptions()
-        start = functools.partial(ops.broadcast, self._comm, tensors, opts.rootRank)
+        start = functools.partial(self._ops.broadcast, self._on, tensors, opts.rootRank)
         return self._run(start, opts, "broadcast", tensors, tensors, opts.rootRank)
 
     def allgather(
@@ -262,7 +279,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllgatherOptions()
         self._check_local("allgather", checks.all_gather, outputs, inputs)
-        start = functools.partial(ops.allgather, self._comm, outputs, inputs)
+        start = functools.partial(self._ops.allgather, self._on, outputs, inputs)
         return self._run(start, opts, "allgather", outputs, outputs, _dtypes(inputs))
 
     def allgather_coalesced(
@@ -286,7 +303,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 self.compression, spec, self._engine, outputs[0], inputs[0]
             )
             return self._submit(job, opts, "compressed all_gather", outputs)
-        start = functools.partial(ops.allgather_into_tensor, self._comm, outputs, inputs)
+        start = functools.partial(self._ops.allgather_into_tensor, self._on, outputs, inputs)
         return self._run(start, opts, "all_gather_into_tensor", outputs, outputs, inputs)
 
     def all_gather_single(
@@ -302,7 +319,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.GatherOptions()
         self._check_local("gather", checks.gather, outputs, inputs, opts.rootRank)
-        start = functools.partial(ops.gather, self._comm, outputs, inputs, opts.rootRank)
+        start = functools.partial(self._ops.gather, self._on, outputs, inputs, opts.rootRank)
         return self._run(start, opts, "gather", outputs, _dtypes(inputs), opts.rootRank)
 
     def scatter(
@@ -310,7 +327,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.ScatterOptions()
         self._check_local("scatter", checks.scatter, outputs, inputs, opts.rootRank)
-        start = functools.partial(ops.scatter, self._comm, outputs, inputs, opts.rootRank)
+        start = functools.partial(self._ops.scatter, self._on, outputs, inputs, opts.rootRank)
         return self._run(start, opts, "scatter", outputs, _dtypes(outputs), opts.rootRank)
 
     def alltoall(
@@ -318,7 +335,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else dist.AllToAllOptions()
         self._check_local("all_to_all", checks.all_to_all, outputs, inputs)
-        start = functools.partial(ops.alltoall, self._comm, outputs, inputs)
+        start = functools.partial(self._ops.alltoall, self._on, outputs, inputs)
         return self._run(start, opts, "all_to_all", outputs, len(outputs))
 
     def all_to_all_single(
@@ -335,8 +352,8 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
             "all_to_all_single", checks.all_to_all_single, output, input, out_splits, in_splits
         )
         start = functools.partial(
-            ops.alltoall_single,
-            self._comm,
+            self._ops.alltoall_single,
+            self._on,
             output,
             input,
             out_splits,
@@ -348,7 +365,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
 
     def barrier(self, opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.BarrierOptions()
-        return self._run(functools.partial(ops.barrier, self._comm), opts, "barrier", None)
+        return self._run(functools.partial(self._ops.barrier, self._on), opts, "barrier", None)
 
     # -- point-to-point --
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> dist.Work:
@@ -407,6 +424,7 @@ def create(opts: _DistributedBackendOptions, backend_options: Any = None) -> Pro
     if not ranks:  # the default group
         base = world_comm(opts.group_rank, opts.group_size)
         _world["comm"] = base
+        transport.init_world(base)
         comm = base.Dup()
     else:
         comm = _subgroup_comm(ranks, str(opts.group_id))

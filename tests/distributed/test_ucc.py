@@ -1,0 +1,86 @@
+"""The backend's collectives on UCC teams (pycomm.ucc), and the choice of MPI or UCC.
+
+The MPI runs need the UCC layer (``tools/build_ucc.sh``, then ``make build`` with UCC_HOME
+set, and the LD_LIBRARY_PATH the script prints); without it they skip and say why. The
+choice's rules are checked everywhere.
+"""
+
+from pathlib import Path
+
+import pytest
+from mpi_launch import run_mpi
+
+pytest.importorskip("torch")
+pytest.importorskip("mpi4py")
+
+from pycomm import ucc  # noqa: E402
+from pycomm.distributed import transport  # noqa: E402
+
+SCRIPTS = Path(__file__).parent / "mpi"
+needs_ucc = pytest.mark.skipif(
+    not ucc.available(), reason=f"pycomm's UCC layer: {ucc.unavailable_reason()}"
+)
+
+
+@needs_ucc
+@pytest.mark.parametrize(
+    ("ranks", "context"),
+    [(2, "world"), (3, "teams"), (4, "world"), (2, "teams")],  # 3: a sub-group leaves one out
+)
+def test_collectives_on_ucc_match_mpi_bitwise(ranks: int, context: str) -> None:
+    args = ("--context-over-world",) if context == "world" else ()
+    out = run_mpi(SCRIPTS / "check_ucc.py", ranks, *args, timeout=240)
+    assert "ucc collectives: passed" in out
+
+
+def test_the_choice_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(transport.ENV, raising=False)
+    assert transport.from_env() == "mpi"
+    for choice in transport.CHOICES:
+        monkeypatch.setenv(transport.ENV, f" {choice.upper()} ")
+        assert transport.from_env() == choice
+    monkeypatch.setenv(transport.ENV, "nccl")
+    with pytest.raises(ValueError, match="MPIUCC_COLLECTIVES must be one of"):
+        transport.from_env()
+
+
+def test_auto_stays_on_mpi_until_measured() -> None:
+    assert transport.resolve("auto") == "mpi"
+    assert transport.resolve("mpi") == "mpi"
+    with pytest.raises(ValueError):
+        transport.resolve("gloo")
+
+
+def test_ucc_without_the_layer_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ucc, "_ucc", None)
+    monkeypatch.setattr(ucc, "_why", "the UCC layer was not built (no UCC found at build time)")
+    assert not ucc.available() and ucc.version() is None
+    with pytest.raises(RuntimeError, match="not built.*build_ucc.sh"):
+        transport.resolve("ucc")
+
+
+@needs_ucc
+def test_ucc_with_the_layer() -> None:
+    assert transport.resolve("ucc") == "ucc"
+    assert ucc.version().count(".") >= 1
+
+
+@needs_ucc
+@pytest.mark.parametrize(
+    ("script", "ranks", "says"),
+    [
+        ("check_collectives.py", 2, "collectives: passed"),
+        ("check_collectives.py", 4, "collectives: passed"),
+        ("check_subgroups.py", 3, "subgroups: passed"),
+        ("check_async_p2p.py", 2, "async and point-to-point: passed"),
+        ("check_ddp.py", 2, "DDP: passed"),
+        ("check_timeout.py", 3, "timeouts: passed"),
+    ],
+)
+def test_backend_suites_with_every_group_on_ucc(
+    script: str, ranks: int, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend's own checks (against gloo) with MPIUCC_COLLECTIVES=ucc: every group,
+    the world's included, on UCC, the context made over the world."""
+    monkeypatch.setenv(transport.ENV, "ucc")
+    assert says in run_mpi(SCRIPTS / script, ranks, timeout=240)
