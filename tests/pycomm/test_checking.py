@@ -25,7 +25,7 @@ PROBE = (
         ({"MPIUCC_CHECK": "0", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, False),
     ],
 )
-def test_checking_follows_torch_and_mpiucc_check_without_importing_torch(env: dict, on: bool) -> None:
+def test_checking_follows_torch_and_mpiucc_check_without_torch(env: dict, on: bool) -> None:
     base = {
         k: v for k, v in os.environ.items() if k not in ("MPIUCC_CHECK", "TORCH_DISTRIBUTED_DEBUG")
     }
