@@ -114,6 +114,8 @@ def poll(test: Callable[[], object], deadline: float) -> bool:
 
 def tester(reqs: list[MPI.Request], status: MPI.Status | None) -> Callable[[], bool]:
     """One test of every request: MPI's, or any with a ``Test()`` (``pycomm.ucc``'s)."""
+    if not reqs:  # nothing to wait for (one rank's exchange)
+        return lambda: True
     if len(reqs) == 1:
         req = reqs[0]
         return lambda: req.Test(status)
