@@ -1,13 +1,14 @@
 """Moving frames between ranks: every received frame is checked before it is decoded.
 
-A frame from another rank is untrusted. Its size is capped before anything is allocated (the
-largest frame the expected codec can make of the expected count), and its header is checked
-against what this rank expects (codec, dtype, count) before any decode.
+A frame from another rank is untrusted. Its size is checked against the largest frame the
+expected codec can make of the expected count (sizes announced in advance: before anything is
+allocated; a larger message is taken off the wire whole and refused, since a receive smaller
+than its message is not safe everywhere: Open MPI 5 over UCX writes past it), and its header
+is checked against what this rank expects (codec, dtype, count) before any decode.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,10 +75,9 @@ def recv_frame(
     msg = eng.probe(comm, source, tag, status, what)
     n = status.Get_count(MPI.BYTE)
     cap = expect.max_size()
-    buf = bytearray(min(n, cap))
-    if n > cap:  # take the message off the wire into the cap (MPI truncates it), and refuse it
-        with contextlib.suppress(MPI.Exception):
-            eng.wait([msg.Irecv([buf, MPI.BYTE])], what)
+    buf = bytearray(n)  # never smaller than the message: Open MPI 5 (UCX) writes a truncated
+    if n > cap:  # large message past the buffer; take it off the wire whole, and refuse it
+        eng.wait([msg.Irecv([buf, MPI.BYTE])], what)
         raise SettingsMismatchError(
             f"pycomm: rank {source} sent {n} bytes, more than any {expect.codec} frame of "
             f"{expect.count} {expect.dtype} ({cap} bytes)"
