@@ -182,7 +182,7 @@ class Engine:
         """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX
         and return them.
 
-        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 128-byte
+        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 152-byte
         allreduce (maxima padded with zeros), whatever the codec. Raises on every rank when any
         rank's arguments were invalid or the digests differ.
         """

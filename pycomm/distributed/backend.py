@@ -6,7 +6,7 @@ The group owns its communicator, and that communicator's engine (``pycomm.collec
 orders, waits and times out: blocking calls run inline when the group is idle; ``async_op=True``
 and DDP's calls run on the engine's thread. Point-to-point posts MPI requests at once.
 
-The ranks' arguments are checked against each other (one 128-byte allreduce per collective)
+The ranks' arguments are checked against each other (one 152-byte allreduce per collective)
 only when asked, as torch does: ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` or ``MPIUCC_CHECK=1`` when
 the group is made (``checks``); by default a collective costs what MPI's costs.
 """
