@@ -157,7 +157,6 @@ def allgather(
     team, size = uc.team("allgather"), uc.size()
     reqs, steps, keep = [], [], []
     for outs, t in zip(outputs, inputs, strict=True):
-        ops._check_count(outs, uc.comm, "all_gather output list")
         src = as_bytes(t)
         sizes = [o.numel() * o.element_size() for o in outs]
         flat = torch.empty(sum(sizes), dtype=torch.uint8)
@@ -225,8 +224,6 @@ def reduce_scatter(
     even = all(len({x.numel() for x in ins}) == 1 for ins in inputs)
     if not even or not _on_ucc(outputs, op):
         return ops.reduce_scatter(uc.comm, outputs, inputs, op)
-    for ins in inputs:
-        ops._check_count(ins, uc.comm, "reduce_scatter input list")
     flats = [torch.cat([x.reshape(-1) for x in ins]) for ins in inputs]
     return reduce_scatter_tensor(uc, outputs, flats, op)
 
@@ -279,8 +276,6 @@ def scatter(
 
 
 def alltoall(uc: UccComm, outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> Started:
-    ops._check_count(outputs, uc.comm, "all_to_all output list")
-    ops._check_count(inputs, uc.comm, "all_to_all input list")
     send_sizes = [x.numel() * x.element_size() for x in inputs]
     recv_sizes = [x.numel() * x.element_size() for x in outputs]
     if not sum(send_sizes) or not sum(recv_sizes):
@@ -299,8 +294,8 @@ def alltoall_single(
     in_splits: list[int],
 ) -> Started:
     size = uc.size()
-    send_sizes = ops._split_bytes(t, in_splits, size, "input")
-    recv_sizes = ops._split_bytes(out, out_splits, size, "output")
+    send_sizes = ops._split_bytes(t, in_splits, size)
+    recv_sizes = ops._split_bytes(out, out_splits, size)
     if not sum(send_sizes) or not sum(recv_sizes):
         return ops.alltoall_single(uc.comm, out, t, out_splits, in_splits)
     src = as_bytes(t)
