@@ -188,6 +188,10 @@ def ratios(fig: Figures, rank_bound: float, top: float, itemsize: int) -> tuple[
     return fast, fig.ratio_dense or fast * fig.dense_share
 
 
+#: The algorithms ``cast_error`` has a proof for.
+CAST_ALGORITHMS = ("allgather", "twophase")
+
+
 def cast_error(name: str, top: float, ranks: int, dtype: np.dtype, algorithm: str) -> float | None:
     """Worst |result - exact sum| of a cast allreduce run by ``algorithm`` on N ranks with
     |x| <= top; None where there is no proof (a partial sum could overflow fp16, or an
@@ -211,10 +215,6 @@ def cast_error(name: str, top: float, ranks: int, dtype: np.dtype, algorithm: st
     if algorithm == "twophase":
         casts += u * n * top * grow + CAST_FLOOR[name]
     return casts + n * n * unit_roundoff(dtype) * top * grow
-
-
-#: The algorithms ``cast_error`` has a proof for.
-CAST_ALGORITHMS = ("allgather", "twophase")
 
 
 def cost_name(algorithm: str) -> str:

@@ -38,28 +38,30 @@ def allreduce(
     op: str,
     wide: bool,
     stats: CommStats | None = None,
-) -> None:
-    """Uncompressed allreduce of a into res (see the module's docstring); stats counts a
-    ring's 2(N-1)/N of the bytes MPI moves, sent and received."""
+) -> int:
+    """Uncompressed allreduce of a into res (see the module's docstring); returns the bytes
+    MPI reduced (a's, twice that wide). stats counts a ring's 2(N-1)/N of them, sent and
+    received."""
     size = comm.Get_size()
-    moved = a.nbytes * (2 if wide else 1)
+    reduced = a.nbytes * (2 if wide else 1)
     if stats is not None:
-        stats.moved(2 * (size - 1) * moved // size, 2 * (size - 1) * moved // size)
+        ring = 2 * (size - 1) * reduced // size
+        stats.moved(ring, ring)
     if not wide:
         req = comm.Iallreduce(MPI.IN_PLACE if same_buffer(a, res) else a, res, op=MPI.SUM)
         eng.wait([req], "allreduce")
         if op == "mean":
             np.divide(res, size, out=res)
-        return
-    if a.dtype == np.float32:
+    elif a.dtype == np.float32:
         acc = a.astype(np.float64)
         eng.wait([comm.Iallreduce(MPI.IN_PLACE, acc, op=MPI.SUM)], "allreduce")
         if op == "mean":
             acc /= size
         with np.errstate(over="ignore"):  # a sum beyond float32's range is +-Inf
             res[...] = acc
-        return
-    _split_sum(eng, comm, a, res, op == "mean")
+    else:
+        _split_sum(eng, comm, a, res, op == "mean")
+    return reduced
 
 
 def _split_sum(eng: Engine, comm: MPI.Comm, a: np.ndarray, res: np.ndarray, mean: bool) -> None:

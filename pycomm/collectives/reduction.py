@@ -169,12 +169,11 @@ def _allreduce(
         if host_worker:
             feedback.worker_zero = True
         t1 = time.perf_counter()
-        plain.allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
-        wide = 2 if spec.caps.exact_sum else 1
+        reduced = plain.allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
         if choice is None:
-            eng.link.add_transfer("raw", wide * a.nbytes, time.perf_counter() - t1)
+            eng.link.add_transfer("raw", reduced, time.perf_counter() - t1)
         else:  # the link's sample and auto's overhead, from some of a key's many calls
-            auto.record_raw(eng, wide * a.nbytes, time.perf_counter() - t1)
+            auto.record_raw(eng, reduced, time.perf_counter() - t1)
         stats.frame_bytes += a.nbytes
     else:
         t1 = time.perf_counter()
