@@ -34,7 +34,13 @@ import numpy as np
 from mpi4py import MPI
 
 from pycomm.collectives import calibration
-from pycomm.collectives.bound import contract, final_kwargs, largest, local_statistics
+from pycomm.collectives.bound import (
+    call_label,
+    contract,
+    final_kwargs,
+    largest,
+    local_statistics,
+)
 from pycomm.collectives.cost import (
     CAST_ROUNDOFF,
     LEVELS,
@@ -194,6 +200,7 @@ def agreed_choice(
     algorithm_of: Callable[[CodecSpec], str],
     source: Source | None = None,
     residual: np.ndarray | None = None,
+    agreed: list | None = None,
 ) -> Choice:
     """Agree (one allreduce, as ``bound.agreed_kwargs``) and resolve spec="auto" for a.
 
@@ -214,11 +221,12 @@ def agreed_choice(
     that could now exceed the bound is made in float64 instead. With an rms bound loose
     enough to hold for any data (``cost.raw_within_rms``) a kept raw needs no statistics: its
     agreement carries the settings and the token alone. One rank takes raw at once: its "sum"
-    is its input, exact.
+    is its input, exact. ``agreed``: the first agreement, made already (by the compiled path,
+    ``hot``) and found to carry tokens that differ.
     """
     sig = key = spec.signature(what, a.dtype.str, a.size, op, *extra)  # the settings digest
     ranks = comm.Get_size()
-    label = _label(what, a.dtype, a.size, op)
+    label = call_label(what, "auto", a.dtype, a.size, op)
     if spec.lossless or a.size == 0 or ranks < 2:  # one rank: the "sum" is x itself, exact
         eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
@@ -231,7 +239,10 @@ def agreed_choice(
     )):  # fmt: skip
         stats = local_statistics(a, spec, source, residual)
         figures = () if kept else local_figures(eng, key).agreed_vector()
-    v = eng.agree(label, sig, (token, -token, *stats, *figures)).tolist()  # Python floats
+    if agreed is None:
+        v = eng.agree(label, sig, (token, -token, *stats, *figures)).tolist()  # Python floats
+    else:
+        v = agreed[3:]
     if v[0] != -v[1]:  # the ranks remember this key differently: all decide afresh
         entry.forget()
         stats = stats or local_statistics(a, spec, source, residual)
@@ -295,12 +306,6 @@ def _probe(eng: Engine, comm: MPI.Comm) -> None:
     t0 = time.perf_counter()
     eng.wait([comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)], "codec='auto' link probe")
     eng.link.add_transfer("raw", buf.nbytes, time.perf_counter() - t0)
-
-
-@functools.lru_cache(maxsize=256)
-def _label(what: str, dtype: np.dtype, count: int, op: str) -> str:
-    """The agreement's name of a call (for its errors), made once per kind of call."""
-    return f"{what} auto {dtype} x{count} {op}"
 
 
 def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float, key: int):
@@ -372,6 +377,19 @@ def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
     seen.raw_calls += 1
     if moved_raw < MIN_SAMPLE_BYTES and seen.raw_calls % RAW_SAMPLING != 1:
         return
+    sample_raw(eng, moved_raw, elapsed)
+
+
+def record_settled(eng: Engine, moved_raw: int, agree_s: float, elapsed: float) -> None:
+    """A sampled call of a settled raw key on the compiled path (``hot``, which samples): its
+    agreement's latency and ``sample_raw``."""
+    eng.link.add_latency(agree_s)
+    sample_raw(eng, moved_raw, elapsed)
+
+
+def sample_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
+    """An uncompressed call's time as the link's sample and auto's raw overhead."""
+    seen = observed(eng)
     eng.link.add_transfer("raw", moved_raw, elapsed)
     if seen.agreed is not None:
         model = wire_time(seen.agreed, "raw", eng.link.ranks, moved_raw)

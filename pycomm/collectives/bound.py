@@ -107,12 +107,18 @@ def agreed_kwargs(
     (``rank_bound`` on comm's ranks by default; the hierarchy's ``node_bound``).
     """
     sig = spec.signature(what, a.dtype.str, a.size, op, *extra)
-    label = f"{what} {spec.codec} {a.dtype} x{a.size} {op}"
+    label = call_label(what, spec.codec, a.dtype, a.size, op)
     if not (spec.caps.exact_sum and spec.caps.bounded):
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
     agreed = eng.agree(label, sig, local_statistics(a, spec, source, residual))
     return final_kwargs(spec, agreed, comm.Get_size(), op, a, budget)
+
+
+@functools.lru_cache(maxsize=256)
+def call_label(what: str, codec: str, dtype: np.dtype, count: int, op: str) -> str:
+    """The agreement's name of a kind of call (for its errors), made once per kind."""
+    return f"{what} {codec} {dtype} x{count} {op}"
 
 
 def local_statistics(

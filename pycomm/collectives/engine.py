@@ -87,6 +87,7 @@ class Engine:
         self._wire: ThreadPoolExecutor | None = None
         self.link = Link(comm.Get_size())  # latency and bandwidth, measured as it runs
         self.observed: Any = None  # what codec="auto" learned here (auto.Observed), on first use
+        self.settled: dict[tuple, Any] = {}  # the compiled path's plans (``hot``), by kind of call
         # State other layers tie to this communicator (pycomm.ucc's team), and what closes it.
         self.attached: dict[str, Any] = {}
         self._closers: list[Callable[[bool], None]] = []
@@ -194,6 +195,12 @@ class Engine:
         t0 = time.perf_counter()
         self._reduce_max(v, what)
         self.link.add_latency(time.perf_counter() - t0)
+        self.judge(v, what)
+        return v[3 : 3 + len(maxima)]
+
+    def judge(self, v: Sequence[float], what: str) -> None:
+        """Raise, on every rank alike, what an agreed vector says went wrong: a rank's invalid
+        arguments, or settings digests that differ."""
         if v[2]:
             raise PeerArgumentError(
                 f"pycomm: another rank passed invalid arguments to {what} ({self.where}); "
@@ -204,7 +211,6 @@ class Engine:
                 f"pycomm: ranks called {what} with different arguments ({self.where}); every "
                 "rank must pass the same codec, parameters, dtype, size, op and root"
             )
-        return v[3 : 3 + len(maxima)]
 
     def agree_failed(self, what: str, error: BaseException) -> None:
         """This rank's arguments are invalid: tell the others in the agreement, raise error."""
@@ -402,6 +408,7 @@ class Engine:
         for closer in closers:
             closer(self.broken is not None)
         self.attached.clear()
+        self.settled.clear()
         own, self._comm = self._comm, None
         if own is not None and not self._owned and self.broken is None:
             own.Free()

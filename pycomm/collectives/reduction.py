@@ -10,14 +10,15 @@ reduce-scatter is the first half of the ring (ebq) or of the two-phase exchange 
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives import auto, hierarchy, plain
-from pycomm.collectives.bound import agreed_kwargs
+from pycomm.collectives import auto, hierarchy, hot, plain
+from pycomm.collectives.bound import agreed_kwargs, call_label
 from pycomm.collectives.buffers import (
     as_array,
     check_in_place,
@@ -82,11 +83,16 @@ def allreduce(
     same as for x holding the values.
     """
     eng = engine_of(comm)
+    if eng.settled and residual is None and source is None and not params:
+        done = hot.run(eng, x, codec, op, out, algorithm, segment, stats)
+        if done is not None:
+            return done
 
     def job(c: MPI.Comm) -> np.ndarray:
         return _allreduce(
             eng, c, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
             residual=residual, stats=stats, source=source, **params,
+            settle=residual is None and source is None and not params,
         )  # fmt: skip
 
     return eng.run(job, "allreduce")
@@ -114,8 +120,13 @@ def _allreduce(
     residual: object | None = None,
     stats: CommStats | None = None,
     source: Source | None = None,
+    settle: bool = False,
+    agreed: list | None = None,
     **params: object,
 ) -> np.ndarray:
+    """The Python path of ``allreduce``. ``settle``: a call that goes uncompressed and needs no
+    statistics keeps its kind for the compiled path (``hot``); ``agreed``: the compiled path
+    made the first agreement (``auto.agreed_choice``)."""
     t0 = time.perf_counter()
     try:
         spec = make_spec(codec, **params)
@@ -144,7 +155,7 @@ def _allreduce(
     if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
         choice = auto.agreed_choice(
             eng, comm, a, spec, op, "allreduce", algorithm, ef, segment, ef=ef, source=source,
-            residual=sent_residual,
+            residual=sent_residual, agreed=agreed,
             algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).name,
         )  # fmt: skip
         spec, kw = choice.spec, choice.kw
@@ -175,6 +186,8 @@ def _allreduce(
         else:  # the link's sample and auto's overhead, from some of a key's many calls
             auto.record_raw(eng, reduced, time.perf_counter() - t1)
         stats.frame_bytes += a.nbytes
+        if settle and err is None and reduced == a.nbytes:
+            _settle(eng, comm, codec, a, spec, op, algorithm, segment, choice)
     else:
         t1 = time.perf_counter()
         if plan.name == "hierarchy":
@@ -194,6 +207,35 @@ def _allreduce(
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
     return res
+
+
+def _settle(
+    eng: Engine, comm: MPI.Comm, codec: object, a: np.ndarray, spec: CodecSpec, op: str,
+    algorithm: str, segment: int, choice: auto.Choice | None,
+) -> None:  # fmt: skip
+    """After an uncompressed call summed in the dtype (``plain``): keep its kind for the
+    compiled path, codec="none" always, codec="auto" where the key's kept raw needed no
+    statistics (its entry's own ``raw`` choice)."""
+    key = (codec, op, algorithm, segment, a.dtype, a.size)
+    what = ("allreduce", a.dtype.str, a.size, op, algorithm, False, segment)
+    if choice is None:
+        label = call_label("allreduce", spec.codec, a.dtype, a.size, op)
+        record = functools.partial(hot.record_link, eng, a.nbytes)
+        hot.settle(eng, key, a, op == "mean", spec.signature(*what), label, record)
+        return
+    entry = auto.observed(eng).keys.get(choice.key)
+    if entry is None or choice is not entry.raw:
+        return
+
+    def redecide(x: np.ndarray, out: np.ndarray, stats: CommStats | None, agreed: list):
+        return _allreduce(
+            eng, comm, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
+            stats=stats, settle=True, agreed=agreed,
+        )  # fmt: skip
+
+    label = call_label("allreduce", "auto", a.dtype, a.size, op)
+    record = functools.partial(auto.record_settled, eng, a.nbytes)
+    hot.settle(eng, key, a, op == "mean", choice.key, label, record, entry, redecide)
 
 
 def _flat_plan(eng, comm, spec: CodecSpec, algorithm: str, a: np.ndarray, segment: int) -> Plan:

@@ -40,6 +40,7 @@ def never_arrives() -> None:
     x = np.random.default_rng(RANK).standard_normal(BIG).astype(np.float32)
     cases = {
         "allreduce none": lambda c: pycomm.allreduce(x[:100], c),
+        "allreduce settled": lambda c: pycomm.allreduce(np.zeros(1), c),  # the compiled path
         "allreduce ebq": lambda c: pycomm.allreduce(x, c, "ebq", error_bound=1e-3),
         "allreduce int8": lambda c: pycomm.allreduce(x, c, "int8", algorithm="allgather"),
         "iallreduce sign": lambda c: pycomm.iallreduce(x, c, "sign").wait(),

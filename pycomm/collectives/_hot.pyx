@@ -1,0 +1,227 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""The compiled path of a settled uncompressed allreduce (``hot``): the agreement, MPI's own sum
+and the mean, with MPI called from C and the GIL released while it works.
+
+Built against the MPI found at build time, once per MPI family (``_hot_mpich``,
+``_hot_openmpi``, as mpi4py's own extension); ``hot`` loads the one of the MPI mpi4py runs on.
+A call either returns None before it has sent anything (the Python path then runs it, and
+raises what is to be raised) or completes the call: waits longer than the patient spin go back
+to the engine's Python wait (its timeout, its broken mark, Ctrl-C), verdicts of the agreement
+to the engine's judge.
+"""
+from cpython.buffer cimport (
+    PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer,
+)
+from libc.string cimport memset
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from mpi4py cimport MPI
+from mpi4py import MPI
+from mpi4py.libmpi cimport (
+    MPI_DOUBLE, MPI_Datatype, MPI_FLOAT, MPI_IN_PLACE, MPI_Iallreduce, MPI_MAX, MPI_Request,
+    MPI_STATUS_IGNORE, MPI_SUM, MPI_Test,
+)
+
+import numpy as np
+
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
+
+#: Length of the agreement (``engine.AGREED_MAXIMA`` + 3), checked by ``hot`` at load.
+DEF AGREEMENT = 19
+AGREEMENT_LENGTH = AGREEMENT
+#: Tests of a request before the spin starts yielding the core (``waits._SPINS``).
+DEF TIGHT_SPINS = 16
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec t
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return t.tv_sec + 1e-9 * t.tv_nsec
+
+
+cdef int _spin(MPI_Request *req, double seconds, int *done) noexcept nogil:
+    """MPI_Test until done or ``seconds`` have passed (tight, then yielding the core); MPI's
+    error code."""
+    cdef int err, tests = 0
+    cdef double until = 0.0
+    while True:
+        err = MPI_Test(req, done, MPI_STATUS_IGNORE)
+        if err or done[0]:
+            return err
+        tests += 1
+        if tests < TIGHT_SPINS:
+            continue
+        if tests == TIGHT_SPINS:
+            until = _now() + seconds
+        elif _now() > until:
+            return 0
+        sched_yield()
+
+
+cdef class Allreduce:
+    """One settled kind of call (communicator, dtype, count, op, settings digest): uncompressed,
+    summed by MPI in the dtype, divided for a mean; the agreement first unless ``agree`` is off.
+
+    ``entry`` (codec="auto"): the key's ``auto.Seen``; the call takes the compiled path only
+    while that entry is still the engine's (``auto.Observed.keys``) and keeps raw, and carries its ``token`` in the
+    agreement. Where the ranks' tokens differ, ``redecide(x, out, stats, agreed)`` finishes the
+    call on the Python path. ``record(agree_s, data_s)`` is called on sampled calls.
+    """
+
+    cdef MPI_Datatype dtype
+    cdef Py_ssize_t count, nbytes
+    cdef bint mean, agree, is_double
+    cdef double ranks, sig
+    cdef double agreement[AGREEMENT]
+    cdef readonly unsigned long calls  # made on this path
+    cdef unsigned long sampling
+    cdef double spin_s
+    cdef char fmt
+    cdef readonly object engine, comm, label, np_dtype
+    cdef object entry, key, redecide, record
+
+    def __cinit__(self, engine, MPI.Comm comm, dtype, Py_ssize_t count, bint mean, double sig,
+                  label, bint agree=True, entry=None, key=None, redecide=None,
+                  record=None, unsigned long sampling=1, double spin_s=0.01):
+        self.np_dtype = np.dtype(dtype)
+        if self.np_dtype == np.float32:
+            self.dtype, self.is_double, self.fmt = MPI_FLOAT, False, b"f"
+        elif self.np_dtype == np.float64:
+            self.dtype, self.is_double, self.fmt = MPI_DOUBLE, True, b"d"
+        else:
+            raise TypeError(f"the compiled path sums float32 or float64, not {self.np_dtype}")
+        self.engine, self.comm, self.label = engine, comm, label
+        self.count, self.nbytes = count, count * self.np_dtype.itemsize
+        self.mean, self.agree, self.sig = mean, agree, sig
+        self.ranks = comm.Get_size()
+        self.entry, self.key = entry, key
+        self.redecide, self.record = redecide, record
+        self.sampling, self.spin_s = max(1, sampling), spin_s
+
+    def run(self, x, out, stats):
+        """Allreduce x (a flat ndarray) into out (one, or None: a new array) and return the
+        result; None where this call is not the settled kind (nothing was sent)."""
+        cdef Py_buffer xv, ov
+        cdef bint in_place
+        cdef object res
+        if self.entry is not None:  # still its engine's entry for the key, still kept raw
+            seen = self.engine.observed
+            if seen is None or seen.keys.get(self.key) is not self.entry:
+                return None
+            if self.entry.current() != "raw":
+                return None
+        if PyObject_GetBuffer(x, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0:
+            return None
+        try:
+            if not _matches(&xv, self.nbytes, self.fmt):
+                return None
+            res = np.empty(self.count, self.np_dtype) if out is None else out
+            if PyObject_GetBuffer(res, &ov, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0:
+                return None
+            try:
+                if not _matches(&ov, self.nbytes, self.fmt):
+                    return None
+                in_place = xv.buf == ov.buf
+                if not in_place and _overlap(&xv, &ov):
+                    return None
+                eng = self.engine
+                if eng.broken is not None or not eng.try_begin():
+                    return None
+                try:
+                    return self._locked(x, res, stats, &xv, &ov, in_place)
+                finally:
+                    eng.exec_lock.release()
+            finally:
+                PyBuffer_Release(&ov)
+        finally:
+            PyBuffer_Release(&xv)
+
+    cdef object _locked(self, x, res, stats, Py_buffer *xv, Py_buffer *ov, bint in_place):
+        cdef MPI_Request req
+        cdef int err = 0, done = 0
+        cdef double t0 = _now(), t1
+        cdef double *v = self.agreement
+        cdef MPI.Comm comm = self.comm
+        if self.agree:
+            memset(v, 0, sizeof(self.agreement))
+            v[0], v[1] = self.sig, -self.sig
+            if self.entry is not None:
+                v[3] = self.entry.token()
+                v[4] = -v[3]
+            with nogil:
+                err = MPI_Iallreduce(MPI_IN_PLACE, v, AGREEMENT, MPI_DOUBLE, MPI_MAX,
+                                     comm.ob_mpi, &req)
+                if not err:
+                    err = _spin(&req, self.spin_s, &done)
+            self._finish(err, done, &req, "settings check of " + self.label)
+            if v[2] != 0 or v[0] != -v[1]:
+                self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
+            if v[3] != -v[4]:  # the ranks remember this key differently
+                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
+        t1 = _now()
+        done = 0
+        with nogil:
+            err = MPI_Iallreduce(MPI_IN_PLACE if in_place else xv.buf, ov.buf,
+                                 <int>self.count, self.dtype, MPI_SUM, comm.ob_mpi, &req)
+            if not err:
+                err = _spin(&req, self.spin_s, &done)
+        self._finish(err, done, &req, "allreduce")
+        if self.mean:
+            with nogil:
+                _divide(ov.buf, self.count, self.ranks, self.is_double)
+        if self.entry is not None:
+            self.entry.since += 1
+        self.calls += 1
+        if self.record is not None and self.calls % self.sampling == 1 % self.sampling:
+            self.record(t1 - t0, _now() - t1)
+        if stats is not None:
+            _count(stats, self.nbytes, self.ranks, _now() - t0)
+        return res
+
+    cdef _finish(self, int err, int done, MPI_Request *req, what):
+        """After the spin: MPI's error raised (the engine's rule), or the rest of the wait
+        made by the engine (its timeout and broken mark)."""
+        cdef MPI.Request pending
+        if err:
+            exc = MPI.Exception(err)
+            self.engine.failed_in_mpi(what, exc)
+            raise exc
+        if not done:
+            pending = MPI.Request.__new__(MPI.Request)
+            pending.ob_mpi = req[0]
+            self.engine.wait([pending], what)
+
+
+cdef bint _matches(Py_buffer *b, Py_ssize_t nbytes, char fmt) noexcept:
+    return b.len == nbytes and b.format != NULL and b.format[0] == fmt and b.format[1] == 0
+
+
+cdef bint _overlap(Py_buffer *a, Py_buffer *b) noexcept:
+    cdef char *pa = <char *>a.buf
+    cdef char *pb = <char *>b.buf
+    return pa < pb + b.len and pb < pa + a.len
+
+
+cdef void _divide(void *buf, Py_ssize_t count, double ranks, bint is_double) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double *d
+    cdef float *f
+    cdef float franks = <float>ranks
+    if is_double:
+        d = <double *>buf
+        for i in range(count):
+            d[i] = d[i] / ranks
+    else:
+        f = <float *>buf
+        for i in range(count):
+            f[i] = f[i] / franks
+
+
+cdef void _count(stats, Py_ssize_t nbytes, double ranks, double seconds):
+    """What ``plain.allreduce`` and ``reduction`` count of an uncompressed call."""
+    cdef Py_ssize_t ring = <Py_ssize_t>(2 * (ranks - 1)) * nbytes // <Py_ssize_t>ranks
+    stats.moved(ring, ring)
+    stats.calls += 1
+    stats.raw_bytes += nbytes
+    stats.frame_bytes += nbytes
+    stats.total_seconds += seconds

@@ -1,0 +1,115 @@
+"""The compiled path: a kind of allreduce that has settled on going uncompressed runs in C.
+
+A call of ``pycomm.allreduce`` is planned in Python (``reduction``). Where the plan ends in
+MPI's own sum of the data (codec="none", or codec="auto" keeping raw without statistics), the
+kind of call, keyed by its arguments, is *settled*: the engine keeps an ``Allreduce`` of the
+compiled module for it, and the next call of that kind goes straight there. That call makes the
+same agreement (with the key's ``auto.Seen.token`` for auto) and the same MPI allreduce as the
+Python path, so ranks on either path meet; it hands back to Python only before it has sent
+anything (a buffer it does not take, a busy engine) or to raise.
+
+The module is compiled against the MPI found at build time (``pycomm/collectives/_hot.pyx``),
+one per MPI family; where none matches the MPI mpi4py runs on, or ``MPIUCC_HOT=0``, every call
+takes the Python path. ``status()`` says which (``mpiucc info``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from pycomm.collectives.buffers import as_array
+from pycomm.collectives.engine import AGREED_MAXIMA, Engine
+from pycomm.collectives.link import MIN_SAMPLE_BYTES
+from pycomm.collectives.waits import PATIENT_SPIN_S
+
+#: One call in this many records its times (the link's latency and bandwidth samples), below
+#: ``MIN_SAMPLE_BYTES``: a settled kind's calls are many and alike.
+SAMPLING = 8
+
+
+def _family() -> str | None:
+    """The MPI family mpi4py runs on: its extension's ABI suffix, else the library's name."""
+    name = os.path.basename(MPI.__file__)
+    for family in ("mpich", "openmpi"):
+        if f".{family}." in name:
+            return family
+    version = MPI.Get_library_version()
+    return "mpich" if version.startswith("MPICH") else "openmpi" if "Open MPI" in version else None
+
+
+def _load() -> tuple[Any, str]:
+    if os.environ.get("MPIUCC_HOT", "") == "0":
+        return None, "off (MPIUCC_HOT=0)"
+    family = _family()
+    if family is None:
+        return None, f"not built for {MPI.Get_library_version().splitlines()[0]!r}"
+    try:
+        module = importlib.import_module(f"pycomm.collectives._hot_{family}")
+    except ImportError:
+        return None, f"not built for {family} (no mpi.h at build time)"
+    if module.AGREEMENT_LENGTH != 3 + AGREED_MAXIMA:
+        return None, "stale build (its agreement length differs): rebuild the package"
+    return module, f"compiled for {family}"
+
+
+_module, _status = _load()
+
+
+def status() -> str:
+    """Whether allreduce calls can take the compiled path, and why not."""
+    return _status
+
+
+def run(
+    eng: Engine, x: object, codec: object, op: str, out: object, algorithm: str, segment: int,
+    stats: object,
+) -> np.ndarray | None:  # fmt: skip
+    """The call through its settled plan, or None: take the Python path (nothing was sent)."""
+    try:
+        a = x if type(x) is np.ndarray and x.ndim == 1 else as_array(x)
+        if out is not None and not (type(out) is np.ndarray and out.ndim == 1):
+            out = as_array(out, writable=True)
+        plan = eng.settled.get((codec, op, algorithm, segment, a.dtype, a.size))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return None if plan is None else plan.run(a, out, stats)
+
+
+def settle(
+    eng: Engine, key: tuple, a: np.ndarray, mean: bool, sig: int, label: str,
+    record: Callable[[float, float], None], entry: Any = None, redecide: Callable | None = None,
+) -> None:  # fmt: skip
+    """Keep the compiled plan of the kind of call ``key`` (``run``'s): a's dtype and size, the
+    agreement's digest and label, what records a sampled call's times (``record(agreement's
+    seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto.Seen``) and what
+    finishes a call whose ranks' tokens differ (``redecide(x, out, stats, agreed)``)."""
+    if _module is None or a.dtype not in (np.float32, np.float64):
+        return
+    try:
+        hash(key)
+    except TypeError:  # a codec given as something unhashable: not kept
+        return
+    if len(eng.settled) >= MAX_SETTLED:
+        eng.settled.clear()
+    eng.settled[key] = _module.Allreduce(
+        eng, eng.comm, a.dtype, a.size, mean, float(sig), label,
+        entry=entry, key=None if entry is None else entry.raw.key,
+        redecide=redecide, record=record,
+        sampling=SAMPLING if a.nbytes < MIN_SAMPLE_BYTES else 1, spin_s=PATIENT_SPIN_S,
+    )  # fmt: skip
+
+
+#: Settled kinds of call kept per communicator before the table is emptied.
+MAX_SETTLED = 1024
+
+
+def record_link(eng: Engine, nbytes: int, agree_s: float, data_s: float) -> None:
+    """A sampled codec="none" call's times: the agreement's latency, the data's transfer."""
+    eng.link.add_latency(agree_s)
+    eng.link.add_transfer("raw", nbytes, data_s)

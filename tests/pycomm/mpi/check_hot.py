@@ -1,0 +1,158 @@
+"""The compiled path (``pycomm.collectives.hot``) keeps the Python path's contracts: the same
+bits (MPI's sum, then the mean's division), the same records, every rank raising on a mismatch
+or on one rank's invalid argument, a late rank waited for by the engine, and auto's key state
+agreed. Run on 2 and 3 ranks."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from _check import COMM, RANK, SIZE, everyone, same_everywhere
+from mpi4py import MPI
+
+import pycomm
+from pycomm.collectives import auto, hot
+from pycomm.collectives.engine import engine_of
+
+pycomm.set_timeout(20)
+ENG = engine_of(COMM)
+
+
+def compiled_calls() -> int:
+    return sum(plan.calls for plan in ENG.settled.values())
+
+
+def check_same_bits_as_mpi() -> None:
+    """Every dtype, op, size (1, odd, large), in place or not: MPI's own sum (and the mean
+    divided as numpy divides), identical on every rank, and made on the compiled path."""
+    rng = np.random.default_rng(RANK)
+    for dtype in (np.float32, np.float64):
+        for count in (1, 7, 4097, 300_001):
+            x = (rng.standard_normal(count) * 10.0 ** rng.integers(-30, 30, count)).astype(dtype)
+            x[0] = -0.0 if RANK else np.float32(1e-45)  # +-0 and a denormal
+            for codec in ("none", "auto:rms:1e-2"):
+                for op in ("sum", "mean"):
+                    want = np.empty_like(x)
+                    COMM.Allreduce(x, want, op=MPI.SUM)
+                    if op == "mean":
+                        np.divide(want, SIZE, out=want)
+                    before = compiled_calls()
+                    for _ in range(3 * auto.REFRESH if codec != "none" else 3):
+                        got = pycomm.allreduce(x, codec=codec, op=op)
+                    same_everywhere(got, f"{codec} {op} {dtype} x{count}")
+                    if compiled_calls() == before:  # auto may keep a codec on such data
+                        assert codec != "none" and count > 7, (codec, op, dtype, count)
+                        continue
+                    assert got.tobytes() == want.tobytes(), (codec, op, dtype, count)
+                    inplace = x.copy()
+                    assert pycomm.allreduce(inplace, codec=codec, op=op, out=inplace) is inplace
+                    assert inplace.tobytes() == want.tobytes(), "in place"
+
+
+def check_records_alike() -> None:
+    """A CommStats counts a compiled call as the Python path does."""
+    x = np.ones(1000, np.float32)
+    pycomm.allreduce(x)
+    stats = pycomm.CommStats()
+    before = compiled_calls()
+    for _ in range(5):
+        pycomm.allreduce(x, stats=stats)
+    assert compiled_calls() - before == 5
+    ring = 2 * (SIZE - 1) * x.nbytes // SIZE
+    assert (stats.calls, stats.raw_bytes, stats.frame_bytes) == (5, 5 * x.nbytes, 5 * x.nbytes)
+    assert (stats.sent_bytes, stats.recv_bytes) == (5 * ring, 5 * ring)
+    assert stats.total_seconds > 0 and stats.lossy_calls == 0
+
+
+def check_mismatch_raises_everywhere() -> None:
+    """Settled on every rank, then rank 0 sends a size the others do not: all raise, none
+    returns data, and the ranks are still in step after it."""
+    x = np.ones(2000, np.float32)
+    pycomm.allreduce(x)
+    pycomm.allreduce(x)
+    try:
+        pycomm.allreduce(x[:-1] if RANK == 0 else x)
+    except pycomm.SettingsMismatchError:
+        pass
+    else:
+        raise AssertionError(f"rank {RANK}: returned data from mismatched calls")
+    same_everywhere(pycomm.allreduce(x), "after a mismatch")
+
+
+def check_invalid_argument_raises_everywhere() -> None:
+    """Settled, then rank 0's out overlaps x: a ValueError there, PeerArgumentError on the
+    others (which took the compiled path), nothing returned."""
+    x = np.ones(4000, np.float32)
+    pycomm.allreduce(x[:2000])
+    pycomm.allreduce(x[:2000])
+    python_path = []  # the Python path agrees through Engine.agree, the compiled one does not
+    ENG.agree = lambda *args, **kw: python_path.append(1) or type(ENG).agree(ENG, *args, **kw)
+    try:
+        pycomm.allreduce(x[:2000], out=x[1:2001] if RANK == 0 else None)
+    except pycomm.PeerArgumentError:
+        assert RANK != 0 and not python_path
+    except ValueError:
+        assert RANK == 0
+    else:
+        raise AssertionError(f"rank {RANK}: returned data from a call one rank got wrong")
+    finally:
+        del ENG.agree
+    same_everywhere(pycomm.allreduce(x[:2000]), "after an invalid argument")
+
+
+def check_late_rank_waited_for() -> None:
+    """A rank later than the compiled path's spin: the engine's wait takes over, the result
+    is right everywhere."""
+    x = np.full(3000, RANK + 1.0)
+    pycomm.allreduce(x)
+    pycomm.allreduce(x)
+    for late in range(SIZE):
+        if RANK == late:
+            time.sleep(0.3)
+        got = pycomm.allreduce(x)
+        assert np.array_equal(got, np.full(3000, SIZE * (SIZE + 1) / 2.0)), late
+
+
+def check_tokens_differ() -> None:
+    """auto settled raw everywhere; one rank forgets the key: every rank decides afresh (the
+    compiled path hands its agreement to Python), same bits, then settles again."""
+    x = np.random.default_rng(RANK).standard_normal(10_000).astype(np.float32)
+    codec = "auto:rms:1e-2"
+    for _ in range(3 * auto.REFRESH):
+        pycomm.allreduce(x, codec=codec)
+    seen = auto.observed(ENG)
+    if RANK == SIZE - 1:
+        for entry in seen.keys.values():
+            entry.forget()
+    want = everyone(x).astype(np.float64).sum(0)
+    rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
+    for _ in range(3 * auto.REFRESH):
+        got = pycomm.allreduce(x, codec=codec)
+        same_everywhere(got, "tokens differ")
+        assert np.abs(got - want).max() <= 1e-2 * rms
+    before = compiled_calls()
+    pycomm.allreduce(x, codec=codec)
+    assert compiled_calls() == before + 1, "settled again"
+
+
+def check_status() -> None:
+    assert hot.status().startswith("compiled for"), hot.status()
+
+
+CHECKS = [
+    check_status,
+    check_same_bits_as_mpi,
+    check_records_alike,
+    check_mismatch_raises_everywhere,
+    check_invalid_argument_raises_everywhere,
+    check_late_rank_waited_for,
+    check_tokens_differ,
+]
+
+if __name__ == "__main__":
+    for check in CHECKS:
+        check()
+        COMM.Barrier()
+    if RANK == 0:
+        print("hot: passed", flush=True)
