@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from pycomm.train.report import run_label
+from pycomm.train.plot import run_label
 
 
 def row(folder: Path) -> str:

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from pycomm.distributed import hooks
+from pycomm.distributed import staging
 from pycomm.distributed.hooks import CompressHookState, mpiucc_compress_hook
 
 COMM = MPI.COMM_WORLD
@@ -96,7 +96,7 @@ def main() -> int:
     ap.add_argument("--segment", type=int, default=None, help="the hook's pipeline segment")
     args = ap.parse_args()
     if args.segment:
-        hooks.SEGMENT_COUNT = args.segment
+        staging.SEGMENT_COUNT = args.segment
     store = tempfile.mktemp(prefix="hook_memory_") if RANK == 0 else None
     store = COMM.bcast(store)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=RANK, world_size=SIZE)
@@ -120,7 +120,7 @@ def main() -> int:
         mb = args.width**2 * 4 / 1e6
         print(
             f"peak extra memory of mpiucc_compress_hook over the bucket's size: {SIZE} rank(s), "
-            f"bucket {mb:.1f} MB, segment {hooks.SEGMENT_COUNT} elements"
+            f"bucket {mb:.1f} MB, segment {staging.SEGMENT_COUNT} elements"
         )
         print(
             "| codec | error feedback | allocated, first | allocated, steady "

@@ -17,9 +17,11 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from mpi4py cimport MPI
 from mpi4py import MPI
 from mpi4py.libmpi cimport (
-    MPI_DOUBLE, MPI_Datatype, MPI_FLOAT, MPI_IN_PLACE, MPI_Iallreduce, MPI_MAX, MPI_Request,
-    MPI_STATUS_IGNORE, MPI_SUM, MPI_Test,
+    MPI_DOUBLE, MPI_Datatype, MPI_FLOAT, MPI_IN_PLACE, MPI_Iallreduce, MPI_MAX, MPI_Op,
+    MPI_Request, MPI_STATUS_IGNORE, MPI_SUM, MPI_Test,
 )
+
+import time
 
 import numpy as np
 
@@ -27,7 +29,7 @@ cdef extern from "<sched.h>" nogil:
     int sched_yield()
 
 #: Length of the agreement (``engine.AGREED_MAXIMA`` + 3), checked by ``hot`` at load.
-DEF AGREEMENT = 19
+DEF AGREEMENT = 20
 AGREEMENT_LENGTH = AGREEMENT
 #: Tests of a request before the spin starts yielding the core (``waits._SPINS``).
 DEF TIGHT_SPINS = 16
@@ -190,6 +192,47 @@ cdef class Allreduce:
             pending = MPI.Request.__new__(MPI.Request)
             pending.ob_mpi = req[0]
             self.engine.wait([pending], what)
+
+
+cdef class InPlace:
+    """The torch backend's blocking all_reduce of one CPU tensor, unchecked (torch's
+    convention): one in-place MPI allreduce of a datatype and op MPI reduces itself, spun on,
+    then waited for by the engine until ``timeout_s``. The caller holds the engine."""
+
+    cdef MPI_Datatype dtype
+    cdef MPI_Op op
+    cdef Py_ssize_t extent
+    cdef double spin_s
+    cdef readonly object engine, comm
+    cdef object timeout_of
+
+    def __cinit__(self, engine, MPI.Comm comm, MPI.Datatype dtype, MPI.Op op, timeout_of,
+                  double spin_s=0.01):
+        self.engine, self.comm, self.timeout_of = engine, comm, timeout_of
+        self.dtype, self.op, self.spin_s = dtype.ob_mpi, op.ob_mpi, spin_s
+        self.extent = dtype.Get_size()
+
+    def run(self, size_t address, Py_ssize_t nbytes, opts):
+        """Reduce the nbytes at address in place; ``timeout_of(opts)``: the seconds the wait
+        may last once the spin is over."""
+        cdef MPI_Request req
+        cdef int err = 0, done = 0
+        cdef int count = <int>(nbytes // self.extent)
+        cdef MPI.Comm comm = self.comm
+        cdef MPI.Request pending
+        with nogil:
+            err = MPI_Iallreduce(MPI_IN_PLACE, <void *>address, count, self.dtype, self.op,
+                                 comm.ob_mpi, &req)
+            if not err:
+                err = _spin(&req, self.spin_s, &done)
+        if err:
+            exc = MPI.Exception(err)
+            self.engine.failed_in_mpi("allreduce", exc)
+            raise exc
+        if not done:
+            pending = MPI.Request.__new__(MPI.Request)
+            pending.ob_mpi = req
+            self.engine.wait([pending], "allreduce", time.monotonic() + self.timeout_of(opts))
 
 
 cdef bint _matches(Py_buffer *b, Py_ssize_t nbytes, char fmt) noexcept:

@@ -1,31 +1,35 @@
-"""codec="auto": per message, the codec that the link, the CPU and the data make fastest.
+"""codec="auto": per message, the codec that this link, this CPU and these data make fastest,
+by measurement.
 
 The user gives a contract, not a codec: a bound (``auto:rel:1e-3``, ``CodecSpec("auto",
 error_bound=..., mode=...)``) or none, which means lossless: then every message goes raw. With
-a bound, each call weighs
+a bound, the candidates are
 
     raw, fp16, bf16, ebq fast, ebq dense
 
-by predicted time (``cost``) = encode and decode (``calibration``: this CPU's codec speeds,
-measured once, then the job's own encodes) + rounds x latency + bytes moved x seconds per byte
-(``link``: measured from this communicator's own transfers), the bytes from the compression
-ratio of the last frames of the same key (first guessed from the bound), + what calls of that
-kind measurably took beyond this model. A cast is a
-candidate only where its worst-case error, summed over the ranks, is proven within the bound
-(``cast_error``); ebq always keeps it (``bound``); raw sums in float64 where float32's own
-roundings could exceed it. A compressed codec must beat raw by ``MARGIN``.
+those whose bound proof holds for the plan that will run: a cast only where its worst-case
+error, summed over the ranks, is proven within the bound (``cast_error``); ebq always keeps it
+(``bound``); raw sums in float64 where float32's own roundings could exceed it. For each key
+(a kind of call: size, dtype, op, contract) they are *tried on real calls*: each call times its
+exchange, the next call's agreement carries that time (the slowest rank's counts), and once
+raw and the model's ``TRIED`` best others (``cost.ranked``: predicted encode, decode, latency
+and bytes, from ``calibration``, ``link`` and the key's last frames) are measured, the fastest
+is kept; a compressed one must beat raw's time by ``MARGIN``. The model orders the trials and
+skips hopeless ones (``HOPELESS``); it never overrides a measurement. The kept candidate runs
+``REFRESH`` calls (doubling while re-measuring keeps it, up to ``MAX_REFRESH``), then the
+candidates are measured again: a bounded share of calls re-checks them as the link or the data
+change.
 
 Every input to the choice goes through the agreement every collective makes anyway (one MAX
-allreduce, ``Engine.agree``): the bound's statistics and this rank's figures, so the slowest
-rank's figures count and ``choose`` is a pure function of agreed values. Every rank thus takes
-the same decision, and identical bits and the final bound hold whatever it is. Frames decoded
-as sent (allgather, bcast, send) are ``auto_frames``'.
+allreduce, ``Engine.agree``): the times, the bound's statistics and this rank's figures, so the
+choice is a pure function of agreed values. Every rank thus takes the same decision, and
+identical bits and the final bound hold whatever it is. Frames decoded as sent (allgather,
+bcast, send) are ``auto_frames``' (by the model alone).
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,16 +48,18 @@ from pycomm.collectives.bound import (
 from pycomm.collectives.cost import (
     CAST_ROUNDOFF,
     LEVELS,
+    MARGIN,
     Figures,
     budget,
     cast_error,
     choose,
+    ranked,
     raw_error,
     raw_within_rms,
     wire_time,
 )
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import FIRST_SECONDS_PER_BYTE, MIN_SAMPLE_BYTES, WINDOW, quantile
+from pycomm.collectives.link import MIN_SAMPLE_BYTES, WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 
@@ -64,8 +70,13 @@ MAX_KEYS = 4096
 #: Calls of a key that take its kept candidate before the next full decision: ``REFRESH`` at
 #: first, doubled (up to ``MAX_REFRESH``) each time a full decision repeats the last one.
 REFRESH, MAX_REFRESH = 16, 256
-#: A link probe's bytes (at least ``link.MIN_SAMPLE_BYTES`` moved) and how many an engine makes.
-PROBE_BYTES, PROBES = 1 << 20, 3
+#: Candidates besides raw a key's measurements try: the model's fastest.
+TRIED = 2
+#: Calls each tried candidate is timed in (its time: the least, as a busy machine only ever
+#: adds to a call's time).
+TIMINGS = 2
+#: A candidate predicted to take this many times the fastest prediction is not tried.
+HOPELESS = 8.0
 #: How far inside the bound a sum in the dtype must be, on this call's data, for raw to be
 #: kept (later calls' data may be less kind; a proof for any data, ``raw_within_rms``, needs none).
 RAW_MARGIN = 16.0
@@ -101,15 +112,16 @@ class Seen:
     in full), how many calls ago that was, the last kept pick and how many calls a kept pick
     is kept for (``refresh``)."""
 
-    __slots__ = ("ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw")
+    __slots__ = (
+        "ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw", "times",
+        "trying", "samples", "elapsed", "timings",
+    )  # fmt: skip
 
     def __init__(self, key: int) -> None:
         self.raw = Choice("raw", NONE, None, key)  # what a settled raw call returns
         self.ratio_fast = self.ratio_dense = 0.0
-        self.kept: str | None = None
-        self.last: str | None = None
-        self.since = 0
-        self.refresh = REFRESH
+        self.elapsed = 0.0  # this rank's time of the key's last exchange (``ran``)
+        self.forget()
 
     def current(self) -> str | None:
         """The kept candidate this call takes, or None: decide in full."""
@@ -117,14 +129,31 @@ class Seen:
 
     def token(self) -> float:
         """This key's agreed state as one number (exact in a double): ranks whose tokens are
-        equal hold the same state, so they take the same path and the same decision."""
-        kept, last = CODES[self.current()], CODES[self.last]
-        return 1.0 + kept + 8 * last + 64 * (self.since + 512 * self.refresh)
+        equal hold the same state (the count of agreed times stands for the times), so they
+        take the same path and the same decision."""
+        kept, last, trying = CODES[self.current()], CODES[self.last], CODES[self.trying]
+        state = self.since + 512 * (self.refresh + 512 * (self.samples % 1024))
+        return 1.0 + kept + 8 * last + 64 * trying + 512 * state
 
     def forget(self) -> None:
-        """Back to a new key's state (the ratios, this rank's measurements, stay)."""
-        self.kept = self.last = None
-        self.since, self.refresh = 0, REFRESH
+        """Back to a new key's state (the ratios, this rank's own figures, stay)."""
+        self.kept = self.last = self.trying = None
+        self.since, self.refresh, self.samples = 0, REFRESH, 0
+        self.times: dict[str, float] = {}  # agreed seconds of a call of each candidate
+        self.timings: dict[str, int] = {}  # how many calls each time is the least of
+
+    def measured(self, seconds: float) -> None:
+        """The agreed time of the last call, which tried ``trying``: its time is the least
+        of this round's (``timings``)."""
+        name = self.trying
+        self.times[name] = min(seconds, self.times.get(name, seconds))
+        self.timings[name] = self.timings.get(name, 0) + 1
+        self.samples += 1
+        self.trying = None
+
+    def trial(self, name: str) -> None:
+        """This call tries ``name`` (its time is agreed by the next call)."""
+        self.kept, self.trying, self.since = None, name, 0
 
     def decided(self, name: str, keep: bool) -> None:
         """A full decision picked ``name``, kept (``keep``) for ``REFRESH`` calls, twice as
@@ -239,21 +268,25 @@ def agreed_choice(
     )):  # fmt: skip
         stats = local_statistics(a, spec, source, residual)
         figures = () if kept else local_figures(eng, key).agreed_vector()
+    elapsed = entry.elapsed if entry.trying else 0.0  # the last call's time, if a trial
     if agreed is None:
-        v = eng.agree(label, sig, (token, -token, *stats, *figures)).tolist()  # Python floats
+        maxima = (token, -token, elapsed, *stats, *figures)
+        v = eng.agree(label, sig, maxima).tolist()  # Python floats
     else:
         v = agreed[3:]
     if v[0] != -v[1]:  # the ranks remember this key differently: all decide afresh
         entry.forget()
         stats = stats or local_statistics(a, spec, source, residual)
         figures = local_figures(eng, key).agreed_vector()
-        v = eng.agree(label, sig, (0.0, 0.0, *stats, *figures)).tolist()
+        v = eng.agree(label, sig, (0.0, 0.0, 0.0, *stats, *figures)).tolist()
     elif kept:
         entry.since += 1
         if not stats:
             return entry.raw
-        return _kept(kept, spec, v[2:4], ranks, op, a, key, entry, algorithm_of)
-    return _decide(eng, comm, a, spec, op, key, v[2:4], v[4:], ef, algorithm_of, entry)
+        return _kept(kept, spec, v[3:5], ranks, op, a, key, entry, algorithm_of)
+    elif entry.trying:
+        entry.measured(v[2])
+    return _decide(eng, comm, a, spec, op, key, v[3:5], v[5:], ef, algorithm_of, entry)
 
 
 def _decide(
@@ -267,45 +300,42 @@ def _decide(
     limit = budget(bound, top, ranks, mean, a.dtype)
     fig = seen.agreed = Figures.from_agreed(agreed_figures)
     levels = {name: final_kwargs(ebq_spec(spec, name), agreed, ranks, op, a) for name in LEVELS}
-    pick = functools.partial(
-        choose,
-        count=a.size,
-        dtype=a.dtype,
-        ranks=ranks,
-        mean=mean,
-        bound=bound,
-        top=top,
+    ranking = ranked(
+        fig, count=a.size, dtype=a.dtype, ranks=ranks, mean=mean, bound=bound, top=top,
         rank_bound=None if levels["ebq_fast"] is None else levels["ebq_fast"]["error_bound"],
         casts=not ef and a.dtype == np.float32,
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
-    )
-    name = pick(fig)
-    # Kept for the next REFRESH calls once the link has been measured (a first guess kept a
-    # slow link's DDP bucket raw for 16 steps), or, where it was not (a key of small
-    # messages), if raw also wins on the slowest link their transfers allow; raw only with
-    # room to spare in the bound.
-    measured = fig.per_byte != FIRST_SECONDS_PER_BYTE
-    if not measured and name == "raw" and fig.per_byte_bound > 0:
-        measured = pick(fig._replace(per_byte=fig.per_byte_bound)) == "raw"
-        if not measured and seen.probes < PROBES:  # it may matter: measure the link
-            seen.probes += 1
-            _probe(eng, comm)
-    room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
-    entry.decided(name, keep=measured and room)
+    )  # fmt: skip
+    if entry.kept is not None:  # a kept candidate's calls are over: measure afresh
+        entry.times.clear()
+        entry.timings.clear()
+    name, keep = _measured(entry, ranking)
+    if keep:  # raw only with room to spare in the bound
+        room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
+        entry.decided(name, keep=room)
+    else:
+        entry.trial(name)
     if name == "raw":
         return _raw(spec, top, ranks, a.dtype, limit, key)
     chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
 
 
-def _probe(eng: Engine, comm: MPI.Comm) -> None:
-    """One raw allreduce of ``PROBE_BYTES``, timed as the link's bandwidth: made where a key's
-    own transfers are too small to measure it and raw would lose at the bound they allow. Its
-    condition is agreed, so every rank makes it in the same call; the next call decides on it."""
-    buf = np.zeros(PROBE_BYTES // 4, np.float32)
-    t0 = time.perf_counter()
-    eng.wait([comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)], "codec='auto' link probe")
-    eng.link.add_transfer("raw", buf.nbytes, time.perf_counter() - t0)
+def _measured(entry: Seen, ranking: list[tuple[str, float]]) -> tuple[str, bool]:
+    """(the candidate this call takes, whether it is kept): the next to time of raw and the
+    model's ``TRIED`` fastest others that are not hopeless (each ``TIMINGS`` times, in turns
+    in the model's order), else the fastest by the agreed times, a compressed one only where
+    it beats raw by ``MARGIN``."""
+    fastest = ranking[0][1]
+    others = [n for n, t in ranking if n != "raw" and t <= HOPELESS * fastest][:TRIED]
+    tried = [n for n, _ in ranking if n == "raw" or n in others]
+    timed = [entry.timings.get(n, 0) for n in tried]
+    if min(timed) < TIMINGS:  # the next of the least timed, in the model's order
+        return tried[timed.index(min(timed))], False
+    best = min(tried, key=entry.times.__getitem__)
+    if best != "raw" and entry.times[best] >= entry.times["raw"] * MARGIN:
+        best = "raw"
+    return best, True
 
 
 def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float, key: int):
@@ -336,6 +366,14 @@ def _kept(
     if name != "raw":  # and the next full decision's pick counts as new
         entry.kept = entry.last = None
     return _raw(spec, top, ranks, a.dtype, limit, key)
+
+
+def ran(eng: Engine, choice: Choice, seconds: float) -> None:
+    """A call of choice's key exchanged in ``seconds`` (this rank's time, from after the
+    agreement to the result): what the next call's agreement carries if this one was a trial."""
+    entry = observed(eng).keys.get(choice.key)
+    if entry is not None:
+        entry.elapsed = seconds
 
 
 def record(

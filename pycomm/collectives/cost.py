@@ -94,7 +94,33 @@ def choose(
     casts: bool,
     algorithm_of: Callable[[str], str],
 ) -> str:
-    """The candidate of least predicted time that keeps the bound (a pure function).
+    """The candidate of least predicted time that keeps the bound (a pure function; the
+    arguments as ``ranked``'s)."""
+    if ranks < 2:
+        return "raw"
+    ranking = ranked(
+        fig, count=count, dtype=dtype, ranks=ranks, mean=mean, bound=bound, top=top,
+        rank_bound=rank_bound, casts=casts, algorithm_of=algorithm_of,
+    )  # fmt: skip
+    raw_t = dict(ranking)["raw"]
+    return _fastest(raw_t, ((name, t) for name, t in ranking if name != "raw"))
+
+
+def ranked(
+    fig: Figures,
+    *,
+    count: int,
+    dtype: np.dtype,
+    ranks: int,
+    mean: bool,
+    bound: float,
+    top: float,
+    rank_bound: float | None,
+    casts: bool,
+    algorithm_of: Callable[[str], str],
+) -> list[tuple[str, float]]:
+    """The candidates that keep the bound with their predicted seconds, fastest first (raw
+    always among them; a pure function).
 
     ``bound`` and ``top``: the user's bound on the result and the largest |x| (agreed);
     ``rank_bound``: ebq's per-rank bound (None: ebq cannot keep the bound at this magnitude);
@@ -102,8 +128,6 @@ def choose(
     algorithm the collective would run for candidate ``name`` (the cast's proof is that
     algorithm's).
     """
-    if ranks < 2:
-        return "raw"
     itemsize = np.dtype(dtype).itemsize
     limit = budget(bound, top, ranks, mean, dtype)
     wide = raw_error(top, ranks, dtype) > limit
@@ -114,18 +138,14 @@ def choose(
         err = cast_error(name, top, ranks, dtype, algorithm_of(name)) if casts else None
         return err is not None and err <= limit
 
-    raw_t = predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide)
-    timed = (
-        (
-            name,
-            predict(
-                fig, name, count, itemsize, ranks, cost_name(algorithm_of(name)), rank_bound, top
-            ),
-        )
-        for name in CANDIDATES[1:]
-        if allowed(name)
-    )
-    return _fastest(raw_t, timed)
+    timed = [("raw", predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide))]
+    for name in CANDIDATES[1:]:
+        if allowed(name):
+            algorithm = cost_name(algorithm_of(name))
+            timed.append(
+                (name, predict(fig, name, count, itemsize, ranks, algorithm, rank_bound, top))
+            )
+    return sorted(timed, key=lambda pair: pair[1])
 
 
 def _fastest(raw_t: float, timed) -> str:

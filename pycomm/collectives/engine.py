@@ -58,7 +58,7 @@ from pycomm.collectives.waits import (
 #: Maxima every agreement carries (ebq's max and -min; codec="auto"'s key state, statistics
 #: and figures; zeros for the rest): one fixed length, so that a rank with invalid arguments
 #: (``agree_failed``) sends the same vector shape.
-AGREED_MAXIMA = 16
+AGREED_MAXIMA = 17
 #: Seconds the engine's thread sleeps when idle before it looks for dropped requests anyway.
 IDLE_S = 1.0
 
@@ -183,7 +183,7 @@ class Engine:
         """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX
         and return them.
 
-        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 152-byte
+        Every rank must call ``agree`` or ``agree_failed`` at the same point: one 160-byte
         allreduce (maxima padded with zeros), whatever the codec. Raises on every rank when any
         rank's arguments were invalid or the digests differ.
         """

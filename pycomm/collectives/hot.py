@@ -113,3 +113,11 @@ def record_link(eng: Engine, nbytes: int, agree_s: float, data_s: float) -> None
     """A sampled codec="none" call's times: the agreement's latency, the data's transfer."""
     eng.link.add_latency(agree_s)
     eng.link.add_transfer("raw", nbytes, data_s)
+
+
+def in_place(eng: Engine, datatype: MPI.Datatype, op: MPI.Op, timeout_of: Callable) -> Any:
+    """The compiled unchecked in-place allreduce of one datatype and op on eng's communicator
+    (the torch backend's blocking all_reduce; ``_hot.InPlace``), or None where not built."""
+    if _module is None:
+        return None
+    return _module.InPlace(eng, eng.comm, datatype, op, timeout_of, spin_s=PATIENT_SPIN_S)

@@ -188,6 +188,8 @@ def _allreduce(
         stats.frame_bytes += a.nbytes
         if settle and err is None and reduced == a.nbytes:
             _settle(eng, comm, codec, a, spec, op, algorithm, segment, choice)
+        if choice is not None:
+            auto.ran(eng, choice, time.perf_counter() - t1)
     else:
         t1 = time.perf_counter()
         if plan.name == "hierarchy":
@@ -203,6 +205,7 @@ def _allreduce(
             framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
             elapsed = time.perf_counter() - t1
             auto.record(eng, choice, a.nbytes, framed, compressing, elapsed, plan.cost_name)
+            auto.ran(eng, choice, elapsed)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0
@@ -311,6 +314,7 @@ def _reduce_scatter(
         eng.agree_failed("reduce_scatter", exc)
     stats = CommStats() if stats is None else stats
     ef = err is not None
+    choice = None
     if spec.auto:  # casts are left out with a residual: auto then picks raw or ebq
         choice = auto.agreed_choice(
             eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, residual=err,
@@ -319,6 +323,7 @@ def _reduce_scatter(
         spec, kw = choice.spec, choice.kw
     else:
         kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef, residual=err)
+    t1 = time.perf_counter()
     if kw is None:
         if err is not None:  # the residual goes out now, exactly
             a = a + err
@@ -337,6 +342,8 @@ def _reduce_scatter(
         two.reduce_scatter(frames, a, out=res)
     if kw is not None and op == "mean":
         np.divide(res, size, out=res)
+    if choice is not None:
+        auto.ran(eng, choice, time.perf_counter() - t1)
     stats.calls += 1
     stats.raw_bytes += a.nbytes
     stats.total_seconds += time.perf_counter() - t0

@@ -15,14 +15,23 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mpi4py import MPI
 
-from pycomm.collectives.waits import poll, tester
+from pycomm.collectives.waits import CommTimeout, poll, tester
 
-if TYPE_CHECKING:
-    from pycomm.collectives.engine import Engine
+
+class Owner(Protocol):
+    """What a ``Posted`` asks of the engine that owns it (``engine.Engine``)."""
+
+    def deadline(self, timeout_s: float | None = None) -> float: ...
+    def hold(self, posted: Posted) -> None: ...
+    def watch(self, posted: Posted) -> None: ...
+    def dropped(self, posted: Posted) -> None: ...
+    def release(self, posted: Posted) -> None: ...
+    def timed_out(self, what: str, deadline: float) -> CommTimeout: ...
+    def failed_in_mpi(self, what: str, exc: MPI.Exception) -> None: ...
 
 
 class Request:
@@ -68,7 +77,7 @@ class Posted:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Owner,
         reqs: list[MPI.Request],
         finish: Callable[[], Any],
         what: str,

@@ -6,7 +6,7 @@ The group owns its communicator, and that communicator's engine (``pycomm.collec
 orders, waits and times out: blocking calls run inline when the group is idle; ``async_op=True``
 and DDP's calls run on the engine's thread. Point-to-point posts MPI requests at once.
 
-The ranks' arguments are checked against each other (one 152-byte allreduce per collective)
+The ranks' arguments are checked against each other (one 160-byte allreduce per collective)
 only when asked, as torch does: ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` or ``MPIUCC_CHECK=1`` when
 the group is made (``checks``); by default a collective costs what MPI's costs.
 """
@@ -25,7 +25,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch._C._distributed_c10d import _DistributedBackendOptions
 
-from pycomm.collectives import checking
+from pycomm.collectives import checking, hot
 from pycomm.collectives.engine import engine_of
 from pycomm.distributed import checks, compression, ops, p2p, transport
 from pycomm.distributed._buffers import DIRECT_OPS, DIRECT_TYPES, op_code
@@ -70,6 +70,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._try_begin = self._engine.try_begin
         self._exec_release = self._engine.exec_lock.release
         self._iallreduce = comm.Iallreduce
+        self._compiled: dict[tuple, Any] = {}  # the compiled all_reduce by dtype and op
 
     # -- identity and lifetime --
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
@@ -192,7 +193,8 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         datatype = DIRECT_TYPES.get(t.dtype)
         if datatype is None or self._ops is not ops or not t.is_cpu or not t.is_contiguous():
             return False
-        mop = DIRECT_OPS.get(op_code(opts.reduceOp))
+        code = op_code(opts.reduceOp)
+        mop = DIRECT_OPS.get(code)
         policy = self.compression
         if policy is not None and policy.all_reduce.compressed:
             return False
@@ -201,15 +203,26 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         try:
             if self._engine.broken is not None:
                 self._engine.check_usable()
+            compiled = self._compiled.get((t.dtype, code), False)
+            if compiled is False:  # made once per dtype and op
+                compiled = self._compiled[t.dtype, code] = hot.in_place(
+                    self._engine, datatype, mop, self._timeout_of
+                )
+            if compiled is not None:
+                compiled.run(t.data_ptr(), t.nbytes, opts)
+                return True
             req = self._iallreduce(
                 _IN_PLACE, [_from_address(t.data_ptr(), t.nbytes), datatype], mop
             )
             if not req.Test():
-                timeout = timeout_seconds(opts.timeout, self._timeout_s)
-                self._engine.wait([req], "allreduce", _monotonic() + timeout)
+                self._engine.wait([req], "allreduce", _monotonic() + self._timeout_of(opts))
         finally:
             self._exec_release()
         return True
+
+    def _timeout_of(self, opts: Any) -> float:
+        """The seconds a call with these options may wait."""
+        return timeout_seconds(opts.timeout, self._timeout_s)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else dist.AllreduceCoalescedOptions()

@@ -8,7 +8,7 @@ little next to the call and raises TypeError or ValueError on the caller's threa
 Across ranks, MPI does not check either: a SUM over tensors of different sizes returns wrong
 data on some ranks without a word. Checked groups agree, before each collective, on a digest of
 what this rank passed (the operation, dtypes, sizes, op and root) through their engine's
-agreement (one 152-byte allreduce), and raise on every rank when the digests differ. As torch
+agreement (one 160-byte allreduce), and raise on every rank when the digests differ. As torch
 does for its own fingerprinting, the check is opt-in, since it doubles the cost of a small
 collective: ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` or ``MPIUCC_CHECK=1`` (``MPIUCC_CHECK=0`` turns
 it off even under DETAIL; ``pycomm.collectives.checking``), read when a group is made.

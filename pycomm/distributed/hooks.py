@@ -32,11 +32,6 @@ from pycomm.collectives.buffers import all_finite
 from pycomm.distributed import staging
 
 WIDE = (torch.float32, torch.float64)
-#: Pipeline segment of the bucket's allreduce (elements; allreduce's default is 2^21). ebq
-#: reserves its output buffer for the worst case, about 2x the input, before trimming it to
-#: the frame; smaller segments keep that reserve (and every per-segment copy) to a fraction of
-#: a large bucket (bench/hook_memory.py has the figures).
-SEGMENT_COUNT = 1 << 19
 
 
 class CompressHookState:
@@ -248,19 +243,24 @@ def mpiucc_allreduce_hook(
 
 
 def _allreduce_bucket(
-    state: CompressHookState, bucket: dist.GradBucket, compress: bool
+    state: CompressHookState, bucket: dist.GradBucket, compress: bool, staged: bool = False
 ) -> torch.futures.Future[torch.Tensor]:
+    """The hook's one decision (widen, compress or not, the step count), then the bucket's
+    allreduce: on the CPU here; a device bucket (or any, ``staged``) through pinned host
+    buffers (``staging``)."""
     buf = bucket.buffer()
-    if not buf.is_cpu:  # device buckets go through pinned host buffers, overlapped
-        return staging.allreduce_bucket(state, bucket, compress)
     flat = buf if buf.dtype in WIDE else buf.float()  # fp16 and bf16 travel widened
-    x = flat.detach().numpy()
     compress = (
         compress
         and state.iteration >= state.start_compress_step
-        and x.size >= state.min_compress_numel
+        and flat.numel() >= state.min_compress_numel
     )
     spec = state.codec if compress else pycomm.CodecSpec()
+    if bucket.is_last():
+        state.iteration += 1
+    if staged or not buf.is_cpu:  # device buckets go through pinned host buffers, overlapped
+        return staging.allreduce_bucket(state, bucket, flat, spec)
+    x = flat.detach().numpy()
     residual = state.residual_for(bucket, x) if compress and state.error_feedback else None
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
 
@@ -285,9 +285,7 @@ def _allreduce_bucket(
         op="mean",
         residual=residual,
         stats=state.stats,
-        segment=SEGMENT_COUNT,
+        segment=staging.SEGMENT_COUNT,
     )
     req.add_done_callback(finish)
-    if bucket.is_last():
-        state.iteration += 1
     return fut

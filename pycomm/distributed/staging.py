@@ -38,6 +38,12 @@ import pycomm
 from pycomm.collectives.buffers import all_finite, chunk_bounds
 from pycomm.distributed.device_source import DeviceSource, device_codec, side_stream
 
+#: Pipeline segment of a bucket's allreduce (elements; allreduce's default is 2^21). ebq
+#: reserves its output buffer for the worst case, about 2x the input, before trimming it to
+#: the frame; smaller segments keep that reserve (and every per-segment copy) to a fraction of
+#: a large bucket (bench/hook_memory.py has the figures).
+SEGMENT_COUNT = 1 << 19
+
 _lock = threading.Lock()
 _workers: dict[str, ThreadPoolExecutor] = {}
 _streams: dict[torch.device, tuple[torch.cuda.Stream, torch.cuda.Stream]] = {}
@@ -184,20 +190,16 @@ def _copy_back(part: torch.Tensor, host: torch.Tensor) -> None:
 
 
 def allreduce_bucket(
-    state: Any, bucket: dist.GradBucket, compress: bool
+    state: Any, bucket: dist.GradBucket, flat: torch.Tensor, spec: pycomm.CodecSpec
 ) -> torch.futures.Future[torch.Tensor]:
     """``hooks._allreduce_bucket`` for a bucket that is not on the CPU (or is, when called
-    directly: the tests do). A float32 bucket that a device codec compresses goes as frames
-    (``device_source``); any other is staged whole, segment by segment."""
-    from pycomm.distributed import hooks  # hooks imports this module lazily, not at the top
-
+    directly: the tests do), once the hook has decided: ``flat`` is the bucket as it travels
+    (float32 or float64), ``spec`` its codec (uncompressed: none). A float32 bucket that a
+    device codec compresses goes as frames (``device_source``); any other is staged whole,
+    segment by segment."""
     buf = bucket.buffer()
-    flat = buf if buf.dtype in hooks.WIDE else buf.float()  # fp16 and bf16 travel widened
     n = flat.numel()
-    compress = (
-        compress and state.iteration >= state.start_compress_step and n >= state.min_compress_numel
-    )
-    spec = state.codec if compress else pycomm.CodecSpec()
+    compress = spec.compressed
     host = _mirror(state, bucket.index(), flat)
     x = host.numpy()
     device = compress and device_codec(spec, flat)
@@ -211,14 +213,12 @@ def allreduce_bucket(
             if residual is not None:
                 _forget(residual, source if device else None)
 
-    if bucket.is_last():
-        state.iteration += 1
     if device:
         worker = None if residual is None else residual.worker
         source = DeviceSource(flat, worker, _scratch(state, flat))
         kw["residual"] = residual  # its server residuals; the source holds the worker's
         req = pycomm.iallreduce(
-            x, state.communicator(), spec, out=x, source=source, segment=hooks.SEGMENT_COUNT, **kw
+            x, state.communicator(), spec, out=x, source=source, segment=SEGMENT_COUNT, **kw
         )
         return landed(req, flat, host, after=after, result=buf)
 
@@ -229,7 +229,7 @@ def allreduce_bucket(
             out, state.communicator(), spec, out=out, residual=res, segment=hi - lo, **kw
         )
 
-    segments = chunk_bounds(n, -(-n // hooks.SEGMENT_COUNT)) if n else []
+    segments = chunk_bounds(n, -(-n // SEGMENT_COUNT)) if n else []
     return staged(flat, host, segments, start, after=after, result=buf)
 
 
@@ -254,9 +254,7 @@ def _mirror(state: Any, index: int, flat: torch.Tensor) -> torch.Tensor:
 
 def _scratch(state: Any, flat: torch.Tensor) -> torch.Tensor:
     """A pinned buffer that carries one segment's payload to the host, kept in the state."""
-    from pycomm.distributed import hooks
-
-    need = 4 * min(flat.numel(), hooks.SEGMENT_COUNT) + 64
+    need = 4 * min(flat.numel(), SEGMENT_COUNT) + 64
     host = state.staging.get("scratch")
     if host is None or host.numel() < need:
         host = torch.empty(need, dtype=torch.uint8, pin_memory=flat.is_cuda)

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from pycomm.train.loop import WARMUP_STEPS_UNTIMED
-from pycomm.train.report import run_label
 
 PARTS = (
     ("compute", "computation", "#4c72b0"),
@@ -31,6 +30,15 @@ NO_MATPLOTLIB = (
     "loss.png not drawn: matplotlib is not installed (pip install 'mpiucc[train]'); "
     "metrics.json holds the curves"
 )
+
+
+def run_label(run: dict) -> str:
+    """What tables and plots call a run: "uncompressed", "auto" (every compressed stream
+    with codec="auto": the codec chosen per message) or "compressed"."""
+    used = [c for c in run["codecs"].values() if c != "none"]
+    if not used:
+        return "uncompressed"
+    return "auto" if all(c.startswith("auto") for c in used) else "compressed"
 
 
 def plot_or_note(runs: list[dict], path: Path) -> str | None:

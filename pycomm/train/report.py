@@ -13,6 +13,7 @@ import numpy as np
 
 from pycomm.train.loop import WARMUP_STEPS_UNTIMED, RankRecord
 from pycomm.train.meters import LABELS, OPERATORS
+from pycomm.train.plot import plot_or_note, run_label
 
 SPLIT_KEYS = ("compute", "codec", "wait", *(f"comm_{k}" for k in OPERATORS))
 
@@ -113,15 +114,6 @@ def operator_table(run: dict) -> str:
     return "\n".join(lines)
 
 
-def run_label(run: dict) -> str:
-    """What tables and plots call a run: "uncompressed", "auto" (every compressed stream
-    with codec="auto": the codec chosen per message) or "compressed"."""
-    used = [c for c in run["codecs"].values() if c != "none"]
-    if not used:
-        return "uncompressed"
-    return "auto" if all(c.startswith("auto") for c in used) else "compressed"
-
-
 def comparison(baseline: dict, compressed: dict) -> dict:
     b, c = baseline, compressed
     return {
@@ -176,8 +168,6 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
     metrics = {"args": args_dict, "runs": runs, "comparison": cmp}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=_jsonable))
     # Optional from here on (matplotlib): the results above are on disk whatever happens next.
-    from pycomm.train.plot import plot_or_note
-
     note = plot_or_note(runs, out / "loss.png")
     if note:
         text += f"\nnote: {note}\n"

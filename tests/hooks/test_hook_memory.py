@@ -1,7 +1,7 @@
 """mpiucc_compress_hook's peak extra memory per bucket (ebq, int8, sign; with and without error
 feedback) stays within 2x the bucket's size, allocated and resident (bench/hook_memory.py).
 
-Buckets of at least two pipeline segments (hooks.SEGMENT_COUNT); a bucket of one segment
+Buckets of at least two pipeline segments (staging.SEGMENT_COUNT); a bucket of one segment
 that goes out as one frame (one rank) reserves ebq's worst-case output buffer, 2.08x
 (untouched, so not resident).
 """

@@ -315,13 +315,36 @@ def lone_engine(bytes_per_s: float):
     return eng
 
 
-def decide(eng, x: np.ndarray, contract: str):
+def decide(eng, x: np.ndarray, contract: str, times: dict | None = None):
+    """One call's choice; ``times``: the seconds each candidate's exchange then takes
+    (default: raw 1 s, any other 0.1 s), as the call would time it (``auto.ran``)."""
     from pycomm.collectives import auto
 
-    return auto.agreed_choice(
+    choice = auto.agreed_choice(
         eng, TwoRanks(), x, make_spec(contract), "mean", "allreduce", "auto", False, ef=False,
         algorithm_of=flat_algorithm,
     )  # fmt: skip
+    times = times or {"raw": 1.0}
+    auto.ran(eng, choice, times.get(choice.name, 0.1))
+    return choice
+
+
+def settle(eng, x, contract: str, times: dict | None = None):
+    """The choice once the key's trials are over, and how many calls they took."""
+    from pycomm.collectives import auto
+
+    for calls in range(1, 4 * auto.TIMINGS * len(auto.CODES)):
+        choice = decide(eng, x, contract, times)
+        if observed_entry(eng).kept is not None:
+            return choice, calls
+    raise AssertionError("never kept a candidate")
+
+
+def observed_entry(eng):
+    from pycomm.collectives import auto
+
+    (entry,) = auto.observed(eng).keys.values()
+    return entry
 
 
 @pytest.mark.parametrize("contract", ["auto:rel:1e-3", "auto:rel:3e-2", "auto:abs:1e-2"])
@@ -333,33 +356,70 @@ def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) ->
     real = auto.local_figures
     monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
     x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
-    first = decide(eng, x, contract)
-    assert first.name != "raw" and len(full) == 1
+    first, calls = settle(eng, x, contract)
+    assert first.name != "raw" and len(full) == calls <= (auto.TRIED + 1) * auto.TIMINGS + 1
     for _ in range(auto.REFRESH):
         assert decide(eng, x, contract) == first
-    assert len(full) == 1
+    assert len(full) == calls
     decide(eng, x, contract)
-    assert len(full) == 2, "a kept decision was never made again in full"
+    assert len(full) == calls + 1, "a kept decision was never measured again"
+
+
+@pytest.mark.parametrize(
+    "times, kept",
+    [
+        ({"raw": 1.0}, "compressed"),  # compressing measures 10x faster
+        ({"raw": 0.1}, "raw"),  # the model predicts a gain; the measurement says otherwise
+        ({"raw": 1.0, "fp16": 0.95, "bf16": 0.95, "ebq_fast": 0.95, "ebq_dense": 0.95}, "raw"),
+    ],
+)
+def test_the_kept_candidate_is_the_fastest_measured(times, kept) -> None:
+    """On a link where the model predicts compression pays, the kept candidate follows the
+    times alone; a compressed one must beat raw by MARGIN."""
+    from pycomm.collectives import auto
+
+    eng = lone_engine(125e6)
+    x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
+    choice, _ = settle(eng, x, "auto:rel:1e-3", times)
+    assert (choice.name == "raw") == (kept == "raw")
+    entry = observed_entry(eng)
+    assert set(entry.timings.values()) == {auto.TIMINGS} and "raw" in entry.times
+
+
+def test_trials_follow_the_model_and_skip_the_hopeless() -> None:
+    from pycomm.collectives import auto
+
+    entry = auto.Seen(7)
+    ranking = [("ebq_fast", 1.0), ("fp16", 2.0), ("raw", 3.0), ("bf16", 9.0)]
+    order = []
+    for _ in range(20):
+        name, keep = auto._measured(entry, ranking)
+        if keep:
+            break
+        order.append(name)
+        entry.trial(name)
+        entry.measured({"ebq_fast": 0.5, "fp16": 0.4, "raw": 1.0}[name])
+    # each of raw and the TRIED best others, in turns in the model's order; bf16 is hopeless
+    assert order == ["ebq_fast", "fp16", "raw"] * auto.TIMINGS
+    assert (name, keep) == ("fp16", True)
 
 
 def test_a_repeated_decision_is_kept_twice_as_long_up_to_the_maximum(monkeypatch) -> None:
     from pycomm.collectives import auto
 
     eng = lone_engine(125e6)
-    full = []
-    real = auto.local_figures
-    monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
     x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
-    decide(eng, x, "auto:rel:1e-3")
+    first, _ = settle(eng, x, "auto:rel:1e-3")
     interval = auto.REFRESH
-    for _ in range(6):  # each full decision repeats the first: the next comes twice as late
-        made = len(full)
+    for _ in range(6):  # each round of measurements repeats the first: kept twice as long
         for _ in range(interval):
-            decide(eng, x, "auto:rel:1e-3")
-        assert len(full) == made, f"decided in full within {interval} calls"
-        decide(eng, x, "auto:rel:1e-3")
-        assert len(full) == made + 1
+            assert decide(eng, x, "auto:rel:1e-3") == first
+        entry = observed_entry(eng)
+        assert entry.current() is None, f"kept beyond {interval} calls"
+        again, _ = settle(eng, x, "auto:rel:1e-3")
+        assert again == first
         interval = min(2 * interval, auto.MAX_REFRESH)
+        assert entry.refresh == interval
 
 
 def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
@@ -396,11 +456,11 @@ def test_a_pick_not_kept_does_not_lengthen_the_next_keep() -> None:
 def test_a_kept_decision_the_data_no_longer_prove_gives_way_to_raw(contract, wide) -> None:
     eng = lone_engine(125e6)
     x = np.random.default_rng(2).standard_normal(1 << 18).astype(np.float32)
-    first = decide(eng, x, contract)
+    first, _ = settle(eng, x, contract)
     assert first.name != "raw"
     # An offset of 1e6 leaves a range that neither ebq's grid nor a cast can keep (nor fp16
     # at all): raw, summed in float64 where float32's roundings could exceed the bound, then
-    # a full decision on the next call.
+    # a full decision on the next call (from the times measured).
     shifted = decide(eng, x + np.float32(1e6), contract)
     assert shifted.name == "raw" and (shifted.spec.codec == "ebq") == wide
     assert decide(eng, x, contract) == first
@@ -419,31 +479,3 @@ def test_one_rank_takes_raw_without_statistics(monkeypatch) -> None:
         "allreduce", ef=False, algorithm_of=flat_algorithm,
     )  # fmt: skip
     assert got.name == "raw" and got.spec.codec == "none"
-
-
-@pytest.mark.parametrize("bytes_per_s, kept", [(4e9, True), (20e6, False)])
-def test_small_messages_on_an_unmeasured_link_keep_raw_or_probe_the_link(
-    bytes_per_s, kept, monkeypatch
-) -> None:
-    """A key of 128 KiB messages never measures the bandwidth; raw is kept for it only if it
-    also wins on the slowest link its own transfers allow."""
-    from mpi4py import MPI
-
-    from pycomm.collectives import auto
-    from pycomm.collectives.engine import Engine
-
-    eng = Engine(MPI.COMM_SELF)
-    eng.link = Link(2)
-    eng.agree = lambda what, settings, maxima=(): np.asarray(maxima, dtype=float)
-    for _ in range(8):
-        eng.link.add_latency(20e-6)
-        eng.link.add_transfer("raw", 1 << 17, 20e-6 + (1 << 17) / bytes_per_s)
-    full, probes = [], []
-    real = auto.local_figures
-    monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
-    monkeypatch.setattr(auto, "_probe", lambda eng, comm: probes.append(1))
-    x = np.random.default_rng(3).standard_normal(1 << 15).astype(np.float32)
-    for _ in range(auto.PROBES + 2):
-        assert decide(eng, x, "auto:rel:1e-3").name == "raw"  # the fast first guess
-    # where raw could lose, the link is probed (at most PROBES times) instead of kept raw
-    assert (len(full), len(probes)) == ((1, 0) if kept else (auto.PROBES + 2, auto.PROBES))

@@ -22,6 +22,7 @@ import torch
 
 from pycodecs.device import _kernels
 from pycodecs.device._frame import header_bytes
+from pycodecs.device._tensors import check_tensor
 
 CODECS = ("fp16", "bf16", "int8", "int4", "sign")
 BLOCK_DEFAULT = 256
@@ -75,18 +76,6 @@ def payload_size(codec: str, count: int, block: int) -> int:
     return 4 * nblocks + codes
 
 
-def _check_tensor(t: object, what: str, like: torch.Tensor | None = None) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor; got {type(t).__name__}")
-    if t.dtype != torch.float32:
-        raise TypeError(f"{what} must be float32 on the device path; got {t.dtype}")
-    if not t.is_contiguous():
-        raise ValueError(f"{what} must be contiguous")
-    if like is not None and (t.numel() != like.numel() or t.device != like.device):
-        raise ValueError(f"{what} must have x's element count and device")
-    return t.reshape(-1)
-
-
 def encode(
     x: torch.Tensor,
     codec: str,
@@ -101,8 +90,8 @@ def encode(
     if rounding != "nearest":
         raise NotImplementedError("the device codecs round to nearest only")
     block = _block_of(codec, block_size)
-    xs = _check_tensor(x, "x")
-    rs = None if residual is None else _check_tensor(residual, "residual", x)
+    xs = check_tensor(x, "x")
+    rs = None if residual is None else check_tensor(residual, "residual", x)
     n = xs.numel()
     size = payload_size(codec, n, block)
     flags_at = -(-size // 16) * 16  # 16-byte aligned: one compilation for every size

@@ -17,6 +17,7 @@ import torch
 from pycodecs._params import bound_value
 from pycodecs.device import _ebq_kernels as K
 from pycodecs.device._frame import header_bytes
+from pycodecs.device._tensors import check_tensor
 
 MAX_EB = 2.0**1022  # larger bounds are lowered (codecs/FORMAT.md)
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -71,10 +72,8 @@ def encode(
 ) -> EbqPayload:
     """The payload of x (+ residual, which becomes v - decoded, 0 at outliers) on x's
     device: two kernels and a scan, no wait for the device (except REL's range)."""
-    from pycodecs.device import _check_tensor  # the package imports this module lazily
-
-    xs = _check_tensor(x, "x")
-    rs = None if residual is None else _check_tensor(residual, "residual", x)
+    xs = check_tensor(x, "x")
+    rs = None if residual is None else check_tensor(residual, "residual", x)
     n = xs.numel()
     v = xs if rs is None or mode == "abs" else xs + rs  # REL's range: NaN bits do not matter
     eb, step = grid(v, error_bound, mode)

@@ -23,8 +23,8 @@ from pycomm.distributed.hooks import CompressHookState, mpiucc_compress_hook
 
 RANK, SIZE = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 if sys.argv[1] == "cpu":  # the interpreter is slow: a small segment, small buckets
-    hooks.SEGMENT_COUNT = 1 << 12
-SEGMENT = hooks.SEGMENT_COUNT
+    staging.SEGMENT_COUNT = 1 << 12
+SEGMENT = staging.SEGMENT_COUNT
 SIZES = (SEGMENT + 12_345, 3_001, 2 * SEGMENT + 7)
 STEPS = 4
 
@@ -32,7 +32,7 @@ STEPS = 4
 def staged_hook(
     state: CompressHookState, bucket: dist.GradBucket
 ) -> torch.futures.Future[torch.Tensor]:
-    return staging.allreduce_bucket(state, bucket, compress=True)
+    return hooks._allreduce_bucket(state, bucket, compress=True, staged=True)
 
 
 class Linear(torch.nn.Module):

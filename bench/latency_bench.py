@@ -1,0 +1,122 @@
+"""What the uncompressed paths add to MPI_Allreduce: a latency/bandwidth sweep, 8 B to 64 MiB.
+
+    mpiexec -n 2 python bench/latency_bench.py [--sizes 8:64M] [--rounds 5] [--json PATH]
+
+Side by side in one run, on the same float32 data: MPI_Allreduce (mpi4py, blocking),
+``pycomm.allreduce`` with codec "none", with "auto:rms:1e-2" once its key has settled (raw on
+a fast link; the ``path`` column says whether its calls took the compiled path), and the torch
+backend's ``dist.all_reduce`` on an ``mpiucc`` group. Two ways: back to back (many calls in a
+loop, the mean) and after a barrier (each call timed alone, the median). Every figure is the
+slowest rank's, the best of ``--rounds`` rounds that visit the variants in turn (so drift on a
+busy machine hits them alike). Rank 0 prints microseconds and each variant over MPI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from _common import sizes_from
+from mpi4py import MPI
+
+import pycomm
+import pycomm.distributed  # noqa: F401  (registers the mpiucc backend)
+from pycomm.collectives import hot
+from pycomm.collectives.engine import engine_of
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+AUTO = "auto:rms:1e-2"
+
+
+def variants(x: np.ndarray, out: np.ndarray) -> dict:
+    t = torch.from_numpy(out)
+    return {
+        "MPI": lambda: COMM.Allreduce(x, out, op=MPI.SUM),
+        "none": lambda: pycomm.allreduce(x, codec="none", out=out),
+        "auto": lambda: pycomm.allreduce(x, codec=AUTO, out=out),
+        "backend": lambda: dist.all_reduce(t),
+    }
+
+
+def back_to_back(call, calls: int) -> float:
+    COMM.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - t0) / calls
+
+
+def after_barrier(call, calls: int) -> float:
+    times = []
+    for _ in range(calls):
+        COMM.Barrier()
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def slowest(seconds: float) -> float:
+    return COMM.allreduce(seconds, op=MPI.MAX)
+
+
+def measure(nbytes: int, rounds: int) -> dict:
+    count = max(1, nbytes // 4)
+    x = np.random.default_rng(RANK).standard_normal(count).astype(np.float32)
+    out = np.empty_like(x)
+    calls = max(5, min(2000, (1 << 26) // max(nbytes, 1 << 14)))
+    found = variants(x, out)
+    for call in found.values():  # warm: auto settles, the backend's first call
+        for _ in range(100 if nbytes < 1 << 22 else 40):
+            call()
+    compiled = sum(plan.calls for plan in engine_of(COMM).settled.values())
+    best = {(name, way): float("inf") for name in found for way in ("b2b", "barrier")}
+    for _ in range(rounds):
+        for name, call in found.items():
+            best[name, "b2b"] = min(best[name, "b2b"], slowest(back_to_back(call, calls)))
+            best[name, "barrier"] = min(
+                best[name, "barrier"], slowest(after_barrier(call, max(5, calls // 4)))
+            )
+    settled = sum(plan.calls for plan in engine_of(COMM).settled.values()) > compiled
+    return {"bytes": count * 4, "us": {f"{n} {w}": s * 1e6 for (n, w), s in best.items()},
+            "compiled": settled}  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="8:64M")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--json")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("mpiucc", init_method="mpi://", rank=RANK, world_size=SIZE)
+    rows = [measure(n, args.rounds) for n in sizes_from(args.sizes)]
+    if RANK == 0:
+        print(f"{SIZE} ranks, {MPI.Get_library_version().splitlines()[0]}; compiled path: "
+              f"{hot.status()}")  # fmt: skip
+        for way in ("b2b", "barrier"):
+            print(f"\n{'back to back' if way == 'b2b' else 'after a barrier'} (us; x MPI)")
+            print(f"{'bytes':>10} {'MPI':>9} {'none':>15} {'auto':>15} {'backend':>15} path")
+            for r in rows:
+                us = r["us"]
+                mpi = us[f"MPI {way}"]
+                cells = " ".join(
+                    f"{us[f'{n} {way}']:8.1f} {us[f'{n} {way}'] / mpi:5.2f}x"
+                    for n in ("none", "auto", "backend")
+                )
+                path = "compiled" if r["compiled"] else "python"
+                print(f"{r['bytes']:>10} {mpi:9.1f} {cells}  {path}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"ranks": SIZE, "rows": rows}, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
