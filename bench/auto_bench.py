@@ -1,14 +1,15 @@
-"""codec="auto": what its decision costs per call, and what it chooses against fixed codecs.
+"""codec="auto": what its decision costs per call, and how it does against every fixed choice.
 
 Run under MPI: ``mpiexec -n 2 python bench/auto_bench.py`` (full speed: shared memory), or
-``bench/slow_net.sh 1gbit 2 .venv/bin/python bench/auto_bench.py`` (emulated 1 Gbit/s).
-Rank 0 prints:
-1. the decision's cost: ``auto.agreed_choice`` for a 1 MiB float32 mean allreduce on 2 ranks
-   with "auto:rel:1e-3" and "auto:rms:1e-3", its agreement made locally (every collective
-   makes one anyway; no peer to wait for), against the 2-rank 1 MiB allreduce with none;
-2. per size, the median time of auto (unpinned: it measures the link as it runs, after
-   ``--learn`` calls) beside raw, ebq fast, ebq dense and fp16 at the same contract, in one
-   run, and what auto chose.
+``bench/slow_net.sh --links 2 1gbit 2 .venv/bin/python bench/auto_bench.py`` (a 1 Gbit/s link
+per rank; ``bench/slow_net.sh 10gbit 4 ...``: one shared link). Rank 0 prints:
+1. the decision's cost: ``auto.agreed_choice`` for a 1 MiB float32 mean allreduce on 2 ranks,
+   its agreement made locally (every collective makes one anyway; no peer to wait for),
+   against the 2-rank 1 MiB allreduce with none;
+2. per contract (``--contracts``) and size, the median time (the slowest rank's, each call
+   after a barrier) of every fixed choice at that contract (raw, ebq fast and dense, fp16,
+   bf16) and of auto after ``--learn`` calls of the key (its trials), on the same data in one
+   run; auto over the best fixed choice and over raw, and what auto's timed calls took.
 """
 
 from __future__ import annotations
@@ -32,14 +33,19 @@ from pycomm.collectives.spec import make_spec
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
-CONTRACT = "auto:rel:1e-3"
-CONTRACTS = (CONTRACT, "auto:rms:1e-3")
-FIXED = {
-    "raw": ("none", {}),
-    "ebq fast": ("ebq", dict(error_bound=1e-3, mode="rel")),
-    "ebq dense": ("ebq", dict(error_bound=1e-3, mode="rel", level="dense")),
-    "fp16": ("fp16", {}),
-}
+CONTRACTS = ("auto:rel:1e-3", "auto:rms:1e-3")
+FIXED = ("raw", "ebq fast", "ebq dense", "fp16", "bf16")
+
+
+def fixed(name: str, contract: str) -> tuple[str, dict]:
+    """The codec and keywords of a fixed choice at auto's contract (casts keep no bound:
+    they are timed all the same, as what a user could pick instead)."""
+    _, mode, bound = contract.split(":")
+    if name == "raw":
+        return "none", {}
+    if name.startswith("ebq"):
+        return "ebq", dict(error_bound=float(bound), mode=mode, level=name.split()[1])
+    return name, {}
 
 
 def timed(x: np.ndarray, codec: str, repeats: int, **kw) -> list[float]:
@@ -102,7 +108,7 @@ def decision_cost(repeats: int) -> dict:
     return got
 
 
-def by_size(sizes: list[int], repeats: int, learn: int) -> list[dict]:
+def by_size(contract: str, sizes: list[int], repeats: int, learn: int) -> list[dict]:
     rows = []
     picks: Counter = Counter()
     spy = auto.agreed_choice
@@ -112,16 +118,22 @@ def by_size(sizes: list[int], repeats: int, learn: int) -> list[dict]:
         picks[choice.name] += 1
         return choice
 
+    def compiled() -> int:  # kept raw calls on the compiled path make no Python decision
+        return sum(plan.calls for plan in engine_of(COMM).settled.values())
+
     auto.agreed_choice = counting
     for nbytes in sizes:
         x = synthetic(nbytes // 4, RANK)
         row = {"bytes": nbytes}
-        for name, (codec, kw) in FIXED.items():
+        for name in FIXED:
+            codec, kw = fixed(name, contract)
             row[name] = statistics.median(timed(x, codec, repeats, **kw))
-        timed(x, CONTRACT, learn)  # the link is measured from these
+        timed(x, contract, learn)  # the key's trials
         picks.clear()
-        row["auto"] = statistics.median(timed(x, CONTRACT, repeats))
-        row["chose"] = ", ".join(f"{k} x{v}" for k, v in picks.most_common())
+        before = compiled()
+        row["auto"] = statistics.median(timed(x, contract, repeats))
+        picks["raw"] += compiled() - before
+        row["chose"] = ", ".join(f"{k} x{v}" for k, v in picks.most_common() if v)
         rows.append(row)
     auto.agreed_choice = spy
     return rows
@@ -129,12 +141,15 @@ def by_size(sizes: list[int], repeats: int, learn: int) -> list[dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--learn", type=int, default=8, help="auto calls before timing, per size")
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--learn", type=int, default=20, help="auto calls of a key before timing")
     p.add_argument("--sizes", default="65536,1048576,16777216", help="bytes, comma-separated")
+    p.add_argument("--contracts", default=",".join(CONTRACTS))
     args = p.parse_args()
+    contracts = args.contracts.split(",")
     cost = decision_cost(max(args.repeats, 50))
-    rows = by_size([int(s) for s in args.sizes.split(",")], args.repeats, args.learn)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    tables = {c: by_size(c, sizes, args.repeats, args.learn) for c in contracts}
     if RANK:
         return
     print(f"codec=auto on {SIZE} ranks (float32 mean)")
@@ -148,11 +163,15 @@ def main() -> None:
         f"{link['bandwidth_gbit_s']:.2f} Gbit/s"
     )
     names = [*FIXED, "auto"]
-    print(f"{'size':>9} " + " ".join(f"{n + ' ms':>12}" for n in names) + "  auto/best  auto chose")
-    for r in rows:
-        best = min(r[n] for n in FIXED)
-        times = " ".join(f"{r[n] * 1e3:>12.2f}" for n in names)
-        print(f"{r['bytes'] >> 10:>7}Ki {times}  {r['auto'] / best:>9.2f}  {r['chose']}")
+    for contract, rows in tables.items():
+        print(f"\n{contract}, after {args.learn} calls of each key")
+        head = " ".join(f"{n + ' ms':>12}" for n in names)
+        print(f"{'size':>9} {head}  auto/best auto/raw  auto chose")
+        for r in rows:
+            best = min(r[n] for n in FIXED)
+            times = " ".join(f"{r[n] * 1e3:>12.2f}" for n in names)
+            ratios = f"{r['auto'] / best:>9.2f} {r['auto'] / r['raw']:>8.2f}"
+            print(f"{r['bytes'] >> 10:>7}Ki {times}  {ratios}  {r['chose']}")
 
 
 if __name__ == "__main__":

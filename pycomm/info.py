@@ -97,7 +97,7 @@ def _mpi() -> dict[str, Any]:
         from mpi4py import MPI
     except (ImportError, RuntimeError, OSError) as exc:  # no mpi4py, or no MPI library for it
         why = "mpi4py not installed" if _version("mpi4py") is None else str(exc)
-        keys = ("mpi_vendor", "mpi_version", "mpi_library", "thread_level", "ucc")
+        keys = ("mpi_vendor", "mpi_version", "mpi_library", "thread_level", "ucc", "compiled_path")
         return {**dict.fromkeys(keys), "mpi_error": why}
     vendor, vendor_version = MPI.get_vendor()
     library = MPI.Get_library_version().replace("\x00", "").strip()
@@ -108,8 +108,16 @@ def _mpi() -> dict[str, Any]:
         "mpi_library": library,
         "thread_level": _THREAD_LEVELS[level] if 0 <= level < 4 else str(level),
         "ucc": _ucc(vendor, library),
+        "compiled_path": _compiled_path(),
         "mpi_error": None,
     }
+
+
+def _compiled_path() -> str:
+    """Whether settled uncompressed allreduce calls run compiled (``pycomm.collectives.hot``)."""
+    from pycomm.collectives import hot
+
+    return hot.status()
 
 
 def info() -> dict[str, Any]:
@@ -119,7 +127,7 @@ def info() -> dict[str, Any]:
     ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
     ``collectives_via_ucc``, ``component``, ``enabled``, ``how``: the MPI library's own UCC),
     ``ucc_layer`` (pycomm's UCC layer: ``built``, ``version``, ``why_not``, ``collectives``,
-    ``ucx_library``), ``mpi_error`` (why the MPI
+    ``ucx_library``), ``compiled_path`` (``hot.status()``), ``mpi_error`` (why the MPI
     fields are None, else None), ``simd_level`` (None when pycodecs is not built), ``torch``
     (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``),
     ``auto``: codec="auto"'s measured link and codec figures and what it would choose for
@@ -222,6 +230,7 @@ def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
         ("mpi4py", found["mpi4py"] or "not installed"),
         ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
         ("collectives via UCC", f"{via} ({ucc['how']})"),
+        ("compiled allreduce", found["compiled_path"]),
     ]
 
 

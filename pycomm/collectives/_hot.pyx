@@ -100,9 +100,10 @@ cdef class Allreduce:
         self.redecide, self.record = redecide, record
         self.sampling, self.spin_s = max(1, sampling), spin_s
 
-    def run(self, x, out, stats):
+    def run(self, x, out, stats, bint held=False):
         """Allreduce x (a flat ndarray) into out (one, or None: a new array) and return the
-        result; None where this call is not the settled kind (nothing was sent)."""
+        result; None where this call is not the settled kind (nothing was sent). ``held``:
+        the caller holds the engine (its thread, running a queued call)."""
         cdef Py_buffer xv, ov
         cdef bint in_place
         cdef object res
@@ -127,7 +128,11 @@ cdef class Allreduce:
                 if not in_place and _overlap(&xv, &ov):
                     return None
                 eng = self.engine
-                if eng.broken is not None or not eng.try_begin():
+                if eng.broken is not None:
+                    return None
+                if held:
+                    return self._locked(x, res, stats, &xv, &ov, in_place)
+                if not eng.try_begin():
                     return None
                 try:
                     return self._locked(x, res, stats, &xv, &ov, in_place)
@@ -158,7 +163,7 @@ cdef class Allreduce:
             self._finish(err, done, &req, "settings check of " + self.label)
             if v[2] != 0 or v[0] != -v[1]:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
-            if v[3] != -v[4]:  # the ranks remember this key differently
+            if self.entry is not None and v[3] != -v[4]:  # the ranks remember it differently
                 return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
         t1 = _now()
         done = 0

@@ -72,8 +72,7 @@ MAX_KEYS = 4096
 REFRESH, MAX_REFRESH = 16, 256
 #: Candidates besides raw a key's measurements try: the model's fastest.
 TRIED = 2
-#: Calls each tried candidate is timed in (its time: the least, as a busy machine only ever
-#: adds to a call's time).
+#: Calls each tried candidate is timed in (``Seen.measured``).
 TIMINGS = 2
 #: A candidate predicted to take this many times the fastest prediction is not tried.
 HOPELESS = 8.0
@@ -143,10 +142,12 @@ class Seen:
         self.timings: dict[str, int] = {}  # how many calls each time is the least of
 
     def measured(self, seconds: float) -> None:
-        """The agreed time of the last call, which tried ``trying``: its time is the least
-        of this round's (``timings``)."""
+        """The agreed time of the last call, which tried ``trying``. Of this round's times
+        (``timings``) raw keeps its least and a compressed candidate its most, so that noise
+        (a busy machine only ever adds to a call) cannot make compressing look faster."""
         name = self.trying
-        self.times[name] = min(seconds, self.times.get(name, seconds))
+        pick = min if name == "raw" else max
+        self.times[name] = pick(seconds, self.times.get(name, seconds))
         self.timings[name] = self.timings.get(name, 0) + 1
         self.samples += 1
         self.trying = None

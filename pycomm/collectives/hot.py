@@ -68,9 +68,10 @@ def status() -> str:
 
 def run(
     eng: Engine, x: object, codec: object, op: str, out: object, algorithm: str, segment: int,
-    stats: object,
+    stats: object, held: bool = False,
 ) -> np.ndarray | None:  # fmt: skip
-    """The call through its settled plan, or None: take the Python path (nothing was sent)."""
+    """The call through its settled plan, or None: take the Python path (nothing was sent).
+    ``held``: the caller runs on the engine already (a queued call on its thread)."""
     try:
         a = x if type(x) is np.ndarray and x.ndim == 1 else as_array(x)
         if out is not None and not (type(out) is np.ndarray and out.ndim == 1):
@@ -78,7 +79,7 @@ def run(
         plan = eng.settled.get((codec, op, algorithm, segment, a.dtype, a.size))
     except (TypeError, ValueError, AttributeError):
         return None
-    return None if plan is None else plan.run(a, out, stats)
+    return None if plan is None else plan.run(a, out, stats, held)
 
 
 def settle(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pycodecs
@@ -104,7 +105,32 @@ def iallreduce(
     """Non-blocking allreduce (keywords as ``allreduce``): runs on the communicator's engine
     thread, in call order."""
     eng = engine_of(comm)
-    return eng.submit(lambda c: _allreduce(eng, c, x, codec, **kwargs))
+    given = {k: kwargs[k] for k in NONE_KEYWORDS if k in kwargs}
+    plain_kw = {k: v for k, v in kwargs.items() if k not in given}
+    settle = all(v is None for v in given.values()) and plain_kw.keys() <= CALL_KEYWORDS
+
+    def job(c: MPI.Comm) -> np.ndarray:
+        if settle and eng.settled:  # the engine's thread holds the engine already
+            done = hot.run(eng, x, codec, *_call_args(**plain_kw), held=True)
+            if done is not None:
+                return done
+        return _allreduce(eng, c, x, codec, **kwargs, settle=settle)
+
+    return eng.submit(job)
+
+
+#: ``allreduce``'s keywords that leave a call eligible for the compiled path, and those that
+#: do where None.
+CALL_KEYWORDS = {"op", "out", "algorithm", "segment", "stats"}
+NONE_KEYWORDS = ("residual", "source")
+
+
+def _call_args(
+    op: str = "sum", out: object = None, algorithm: str = "auto", segment: int = SEGMENT_COUNT,
+    stats: CommStats | None = None,
+) -> tuple:  # fmt: skip
+    """``hot.run``'s arguments after x and the codec, from ``allreduce``'s keywords."""
+    return op, out, algorithm, segment, stats
 
 
 def _allreduce(
@@ -124,10 +150,66 @@ def _allreduce(
     agreed: list | None = None,
     **params: object,
 ) -> np.ndarray:
-    """The Python path of ``allreduce``. ``settle``: a call that goes uncompressed and needs no
-    statistics keeps its kind for the compiled path (``hot``); ``agreed``: the compiled path
-    made the first agreement (``auto.agreed_choice``)."""
+    """The Python path of ``allreduce``, step by step: the arguments, the choice (in the
+    agreement), the exchange, what the call teaches. ``settle``: a call that goes uncompressed
+    and needs no statistics keeps its kind for the compiled path (``hot``); ``agreed``: the
+    compiled path made the first agreement (``auto.agreed_choice``)."""
     t0 = time.perf_counter()
+    call = _checked(eng, x, codec, op, out, algorithm, residual, source, params)
+    stats = CommStats() if stats is None else stats
+    choice, spec, kw, plan = _resolved(eng, comm, call, op, algorithm, segment, agreed)
+    if call.feedback is not None:  # known zero after this call only where it empties it
+        call.feedback.worker_zero = False
+    if call.source is not None and (kw is None or plan.name == "hierarchy"):
+        call.err = call.source.fetch(call.a)  # the raw values are needed here
+        call.source = None
+    t1 = time.perf_counter()
+    if kw is None:
+        reduced = _uncompressed(eng, comm, call, spec, op, stats)
+        if choice is None:
+            eng.link.add_transfer("raw", reduced, time.perf_counter() - t1)
+        else:  # the link's sample and auto's overhead, from some of a key's many calls
+            auto.record_raw(eng, reduced, time.perf_counter() - t1)
+        if settle and call.err is None and reduced == call.a.nbytes:
+            _settle(eng, comm, codec, call.a, spec, op, algorithm, segment, choice)
+    else:
+        framed, compressing = stats.frame_bytes, stats.compress_seconds
+        _compressed(eng, comm, call, spec, kw, plan, op, segment, stats)
+        if choice is not None:  # what this call teaches auto: ratio, codec cost, overhead
+            framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
+            elapsed = time.perf_counter() - t1
+            auto.record(eng, choice, call.a.nbytes, framed, compressing, elapsed, plan.cost_name)
+    if choice is not None:
+        auto.ran(eng, choice, time.perf_counter() - t1)
+    stats.calls += 1
+    stats.raw_bytes += call.a.nbytes
+    stats.total_seconds += time.perf_counter() - t0
+    return call.res
+
+
+@dataclass(slots=True)
+class _Call:
+    """An allreduce's checked arguments: x and out as flat arrays, the host residual (``err``:
+    the worker's, with a ``feedback``), the device ``source``, whether a residual is sent along
+    (``ef``), whether ``err`` is the feedback's worker residual on the host (``host_worker``)
+    and known to hold zeros (``known_zero``)."""
+
+    spec: CodecSpec
+    a: np.ndarray
+    res: np.ndarray
+    err: np.ndarray | None
+    feedback: ErrorFeedback | None
+    source: Source | None
+    ef: bool
+    host_worker: bool
+    known_zero: bool
+
+
+def _checked(
+    eng: Engine, x: object, codec: object, op: str, out: object, algorithm: str,
+    residual: object, source: Source | None, params: dict,
+) -> _Call:  # fmt: skip
+    """The arguments, checked; an invalid one raises here and on every other rank."""
     try:
         spec = make_spec(codec, **params)
         a = as_array(x)
@@ -147,69 +229,65 @@ def _allreduce(
         check_algorithm(spec, algorithm)
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allreduce", exc)
-    stats = CommStats() if stats is None else stats
-    choice, framed, compressing = None, stats.frame_bytes, stats.compress_seconds
-    host_worker = feedback is not None and source is None  # err is feedback.worker itself
+    host_worker = feedback is not None and source is None
     known_zero = host_worker and feedback.worker_zero
-    sent_residual = None if known_zero else err  # the bound is on a + residual
-    if spec.auto:  # resolved to a concrete codec here, in the agreement, before anything else
-        choice = auto.agreed_choice(
-            eng, comm, a, spec, op, "allreduce", algorithm, ef, segment, ef=ef, source=source,
-            residual=sent_residual, agreed=agreed,
-            algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).name,
-        )  # fmt: skip
-        spec, kw = choice.spec, choice.kw
-        plan = None if kw is None else _flat_plan(eng, comm, spec, algorithm, a, segment)
-    else:
+    return _Call(spec, a, res, err, feedback, source, ef, host_worker, known_zero)
+
+
+def _resolved(
+    eng: Engine, comm: MPI.Comm, call: _Call, op: str, algorithm: str, segment: int,
+    agreed: list | None,
+) -> tuple[auto.Choice | None, CodecSpec, dict | None, Plan | None]:  # fmt: skip
+    """The agreement and what it decides: auto's choice (None for a given codec), the codec
+    that runs, its pycodecs keywords (None: uncompressed) and the plan."""
+    spec, a, ef = call.spec, call.a, call.ef
+    sent_residual = None if call.known_zero else call.err  # the bound is on a + residual
+    if not spec.auto:
         plan = Plan(eng, comm, spec, algorithm, a.size, dtype=a.dtype, segment=segment)
-        what = ("allreduce", algorithm, ef, segment)
         kw = agreed_kwargs(
-            eng, comm, a, spec, op, *what, source=source, budget=plan.budget,
-            residual=sent_residual,
+            eng, comm, a, spec, op, "allreduce", algorithm, ef, segment, source=call.source,
+            budget=plan.budget, residual=sent_residual,
         )  # fmt: skip
-    size = comm.Get_size()
-    if feedback is not None:  # known zero after this call only where it empties it (below)
-        feedback.worker_zero = False
-    if source is not None and (kw is None or plan.name == "hierarchy"):
-        err = source.fetch(a)  # the raw values are needed here (sent exactly, or node sums)
-        source = None
-    if kw is None:
-        if err is not None and not known_zero:  # the residual goes out now, exactly
-            a = a + err
-            err[...] = 0
-        if host_worker:
-            feedback.worker_zero = True
-        t1 = time.perf_counter()
-        reduced = plain.allreduce(eng, comm, a, res, op, wide=spec.caps.exact_sum, stats=stats)
-        if choice is None:
-            eng.link.add_transfer("raw", reduced, time.perf_counter() - t1)
-        else:  # the link's sample and auto's overhead, from some of a key's many calls
-            auto.record_raw(eng, reduced, time.perf_counter() - t1)
-        stats.frame_bytes += a.nbytes
-        if settle and err is None and reduced == a.nbytes:
-            _settle(eng, comm, codec, a, spec, op, algorithm, segment, choice)
-        if choice is not None:
-            auto.ran(eng, choice, time.perf_counter() - t1)
+        return None, spec, kw, plan
+    choice = auto.agreed_choice(
+        eng, comm, a, spec, op, "allreduce", algorithm, ef, segment, ef=ef, source=call.source,
+        residual=sent_residual, agreed=agreed,
+        algorithm_of=lambda s: _flat_plan(eng, comm, s, algorithm, a, segment).name,
+    )  # fmt: skip
+    spec, kw = choice.spec, choice.kw
+    plan = None if kw is None else _flat_plan(eng, comm, spec, algorithm, a, segment)
+    return choice, spec, kw, plan
+
+
+def _uncompressed(
+    eng: Engine, comm: MPI.Comm, call: _Call, spec: CodecSpec, op: str, stats: CommStats
+) -> int:
+    """The data go raw (``plain``), the residual with them, exactly; the bytes MPI reduced."""
+    a, err = call.a, call.err
+    if err is not None and not call.known_zero:  # the residual goes out now, exactly
+        a = a + err
+        err[...] = 0
+    if call.host_worker:
+        call.feedback.worker_zero = True
+    stats.frame_bytes += a.nbytes
+    return plain.allreduce(eng, comm, a, call.res, op, wide=spec.caps.exact_sum, stats=stats)
+
+
+def _compressed(
+    eng: Engine, comm: MPI.Comm, call: _Call, spec: CodecSpec, kw: dict, plan: Plan, op: str,
+    segment: int, stats: CommStats,
+) -> None:  # fmt: skip
+    """Compress, exchange and decode segment by segment (or the node hierarchy)."""
+    a, res, err = call.a, call.res, call.err
+    if plan.name == "hierarchy":
+        hierarchy.allreduce(eng, plan.layout, a, res, err, spec, kw, segment, stats, call.feedback)
     else:
-        t1 = time.perf_counter()
-        if plan.name == "hierarchy":
-            hierarchy.allreduce(eng, plan.layout, a, res, err, spec, kw, segment, stats, feedback)
-        else:
-            alg = make(plan.name, eng, comm, kw, spec.caps.exact_sum, stats, feedback)
-            segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
-            run_segments(eng, alg, a, res, err, segments, stats, source)
-        if op == "mean":
-            np.divide(res, size, out=res)
-        stats.lossy_calls += not spec.lossless
-        if choice is not None:  # what this call teaches auto: ratio, codec cost, overhead
-            framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
-            elapsed = time.perf_counter() - t1
-            auto.record(eng, choice, a.nbytes, framed, compressing, elapsed, plan.cost_name)
-            auto.ran(eng, choice, elapsed)
-    stats.calls += 1
-    stats.raw_bytes += a.nbytes
-    stats.total_seconds += time.perf_counter() - t0
-    return res
+        alg = make(plan.name, eng, comm, kw, spec.caps.exact_sum, stats, call.feedback)
+        segments = chunk_bounds(a.size, -(-a.size // max(1, int(segment))))
+        run_segments(eng, alg, a, res, err, segments, stats, call.source)
+    if op == "mean":
+        np.divide(res, comm.Get_size(), out=res)
+    stats.lossy_calls += not spec.lossless
 
 
 def _settle(

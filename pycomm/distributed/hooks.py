@@ -259,7 +259,7 @@ def _allreduce_bucket(
     if bucket.is_last():
         state.iteration += 1
     if staged or not buf.is_cpu:  # device buckets go through pinned host buffers, overlapped
-        return staging.allreduce_bucket(state, bucket, flat, spec)
+        return staging.allreduce_bucket(state, bucket, flat, spec, compress)
     x = flat.detach().numpy()
     residual = state.residual_for(bucket, x) if compress and state.error_feedback else None
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()

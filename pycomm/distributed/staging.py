@@ -190,16 +190,16 @@ def _copy_back(part: torch.Tensor, host: torch.Tensor) -> None:
 
 
 def allreduce_bucket(
-    state: Any, bucket: dist.GradBucket, flat: torch.Tensor, spec: pycomm.CodecSpec
-) -> torch.futures.Future[torch.Tensor]:
-    """``hooks._allreduce_bucket`` for a bucket that is not on the CPU (or is, when called
-    directly: the tests do), once the hook has decided: ``flat`` is the bucket as it travels
-    (float32 or float64), ``spec`` its codec (uncompressed: none). A float32 bucket that a
-    device codec compresses goes as frames (``device_source``); any other is staged whole,
-    segment by segment."""
+    state: Any, bucket: dist.GradBucket, flat: torch.Tensor, spec: pycomm.CodecSpec,
+    compress: bool,
+) -> torch.futures.Future[torch.Tensor]:  # fmt: skip
+    """``hooks._allreduce_bucket`` for a bucket that is not on the CPU (or any, ``staged``),
+    once the hook has decided: ``flat`` is the bucket as it travels (float32 or float64),
+    ``spec`` its codec, ``compress`` whether the hook's codec applies to it (its residual
+    too). A float32 bucket that a device codec compresses goes as frames (``device_source``);
+    any other is staged whole, segment by segment."""
     buf = bucket.buffer()
     n = flat.numel()
-    compress = spec.compressed
     host = _mirror(state, bucket.index(), flat)
     x = host.numpy()
     device = compress and device_codec(spec, flat)
