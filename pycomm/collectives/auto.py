@@ -113,7 +113,7 @@ class Seen:
 
     __slots__ = (
         "ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw", "times",
-        "trying", "samples", "elapsed", "timings",
+        "trying", "samples", "elapsed", "timings", "tried",
     )  # fmt: skip
 
     def __init__(self, key: int) -> None:
@@ -138,8 +138,13 @@ class Seen:
         """Back to a new key's state (the ratios, this rank's own figures, stay)."""
         self.kept = self.last = self.trying = None
         self.since, self.refresh, self.samples = 0, REFRESH, 0
+        self.new_round()
+
+    def new_round(self) -> None:
+        """Measure afresh: no times, the candidates to try chosen at the next decision."""
+        self.tried: tuple[str, ...] = ()  # this round's candidates, in the model's order
         self.times: dict[str, float] = {}  # agreed seconds of a call of each candidate
-        self.timings: dict[str, int] = {}  # how many calls each time is the least of
+        self.timings: dict[str, int] = {}  # how many calls each time is made of
 
     def measured(self, seconds: float) -> None:
         """The agreed time of the last call, which tried ``trying``. Of this round's times
@@ -308,8 +313,7 @@ def _decide(
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )  # fmt: skip
     if entry.kept is not None:  # a kept candidate's calls are over: measure afresh
-        entry.times.clear()
-        entry.timings.clear()
+        entry.new_round()
     name, keep = _measured(entry, ranking)
     if keep:  # raw only with room to spare in the bound
         room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
@@ -324,12 +328,15 @@ def _decide(
 
 def _measured(entry: Seen, ranking: list[tuple[str, float]]) -> tuple[str, bool]:
     """(the candidate this call takes, whether it is kept): the next to time of raw and the
-    model's ``TRIED`` fastest others that are not hopeless (each ``TIMINGS`` times, in turns
-    in the model's order), else the fastest by the agreed times, a compressed one only where
-    it beats raw by ``MARGIN``."""
-    fastest = ranking[0][1]
-    others = [n for n, t in ranking if n != "raw" and t <= HOPELESS * fastest][:TRIED]
-    tried = [n for n, _ in ranking if n == "raw" or n in others]
+    model's ``TRIED`` fastest others that are not hopeless at the round's first decision
+    (each ``TIMINGS`` times, in turns in the model's order), else the fastest by the agreed
+    times, a compressed one only where it beats raw by ``MARGIN``. Agreed values only."""
+    if not entry.tried:  # a round's candidates are chosen once (its first decision)
+        fastest = ranking[0][1]
+        others = [n for n, t in ranking if n != "raw" and t <= HOPELESS * fastest][:TRIED]
+        entry.tried = tuple(n for n, _ in ranking if n == "raw" or n in others)
+    allowed = {n for n, _ in ranking}  # the bound's proofs, on this call's statistics
+    tried = [n for n in entry.tried if n in allowed]
     timed = [entry.timings.get(n, 0) for n in tried]
     if min(timed) < TIMINGS:  # the next of the least timed, in the model's order
         return tried[timed.index(min(timed))], False
