@@ -3,7 +3,7 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "ebq.h"
+#include "ebq_segments.h"
 
 /* ---- outlier records: [varint gap][value, es bytes], gap = pos - previous pos - 1 ---- */
 
@@ -268,6 +268,65 @@ static size_t ebq_payload_bound(const mpiucc_params *p, size_t n) {
     return EBQ_SUBHEADER + ebq_nblocks(n) * (1 + 4 * EBQ_ENCODE_MAX_WIDTH) + outl;
 }
 
+/* Quantize elements [i0, i1) into w (prev: the index before i0). */
+static void encode_range(const ebq_grid *g, const void *src, void *residual, size_t i0,
+                         size_t i1, int32_t prev, ebq_writer *w) {
+    const ebq_kernels *k = ebq_kernels_now();
+    uint32_t z[EBQ_CHUNK], ors[EBQ_CHUNK / EBQ_BLOCK];
+    for (; i0 < i1; i0 += EBQ_CHUNK) {
+        size_t m = i1 - i0 < EBQ_CHUNK ? i1 - i0 : EBQ_CHUNK;
+        k->quantize(g, src, residual, i0, m, &prev, z, ors, NULL, &w->sink);
+        for (size_t b = 0; b * EBQ_BLOCK < m; b++) {
+            if (!ebq_writer_put(w, z + b * EBQ_BLOCK, ors[b])) w->sink.full = 1;
+        }
+        if (w->sink.full) break;
+    }
+}
+
+/* The index of element i of src (+ residual) as the kernels decide it (0 for an outlier). */
+static int32_t index_at(const ebq_grid *g, const void *src, const void *residual, size_t i) {
+    int32_t q;
+    if (g->dtype == MPIUCC_DTYPE_F32) {
+        float v = ((const float *)src)[i], y;
+        if (residual) v += ((const float *)residual)[i];
+        ebq_decide_f32(g, v, &q, &y);
+    } else {
+        double v = ((const double *)src)[i], y;
+        if (residual) v += ((const double *)residual)[i];
+        ebq_decide_f64(g, v, &q, &y);
+    }
+    return q;
+}
+
+typedef struct {
+    ebq_segs segs;
+    const ebq_grid *g;
+    const void *src;
+    void *residual;
+} encode_job;
+
+static void encode_segment(void *ctx, int t) {
+    encode_job *J = (encode_job *)ctx;
+    ebq_seg *s = &J->segs.seg[t];
+    encode_range(J->g, J->src, J->residual, s->i0, s->i1, s->prev, s->w);
+}
+
+mpiucc_status ebq_encode_threads(const ebq_grid *g, const void *src, void *residual, size_t n,
+                                 ebq_writer *w, int threads, size_t *size) {
+    encode_job J;
+    J.g = g;
+    J.src = src;
+    J.residual = residual;
+    if (!ebq_segs_open(&J.segs, w, n, threads)) return MPIUCC_ERR_NOMEM;
+    /* Before any thread writes a residual: the indices the DELTA predictor starts from. */
+    for (int t = 0; t < threads; t++)
+        J.segs.seg[t].prev = g->delta && t ? index_at(g, src, residual, J.segs.seg[t].i0 - 1) : 0;
+    mpiucc_parallel(threads, encode_segment, &J);
+    mpiucc_status st = ebq_segs_merge(&J.segs, n, size);
+    ebq_segs_close(&J.segs);
+    return st;
+}
+
 static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *residual,
                                 size_t n, uint8_t *out, size_t capacity, size_t *size,
                                 mpiucc_header *h) {
@@ -282,17 +341,16 @@ static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *r
     ebq_writer w;
     mpiucc_status st = ebq_writer_init(&w, p->level == MPIUCC_LEVEL_DENSE, n, g.es, out, capacity);
     if (st != MPIUCC_OK) return st;
-    const ebq_kernels *k = ebq_kernels_now();
-    uint32_t z[EBQ_CHUNK], ors[EBQ_CHUNK / EBQ_BLOCK];
-    int32_t prev = 0;
-    for (size_t i0 = 0; i0 < n; i0 += EBQ_CHUNK) {
-        size_t m = n - i0 < EBQ_CHUNK ? n - i0 : EBQ_CHUNK;
-        k->quantize(&g, src, residual, i0, m, &prev, z, ors, NULL, &w.sink);
-        for (size_t b = 0; b * EBQ_BLOCK < m; b++) {
-            if (!ebq_writer_put(&w, z + b * EBQ_BLOCK, ors[b])) w.sink.full = 1;
+    int threads = mpiucc_threads_for(p->threads, n);
+    if (threads > 1) {
+        st = ebq_encode_threads(&g, src, residual, n, &w, threads, size);
+        if (st != MPIUCC_ERR_NOMEM) {
+            ebq_writer_free(&w);
+            if (w.sink.nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
+            return st;
         }
-        if (w.sink.full) break;
     }
+    encode_range(&g, src, residual, 0, n, 0, &w);
     if (w.sink.nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
     return ebq_writer_finish(&w, size);
 }
@@ -328,15 +386,48 @@ static void patch_outliers(const ebq_grid *g, const uint8_t *rec, uint64_t k, vo
     }
 }
 
-static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *payload,
-                                        void *dst, int add, uint8_t *scratch,
-                                        size_t scratch_size) {
+typedef struct {
+    ebq_segs segs;
+    const ebq_grid *g;
+    const uint8_t *widths, *end;
+    const uint8_t *packed[MPIUCC_MAX_THREADS]; /* each segment's first packed block */
+    uint8_t *dst;
+    int add;
+} decode_job;
+
+static void decode_segment(void *ctx, int t) {
+    decode_job *J = (decode_job *)ctx;
+    ebq_seg *s = &J->segs.seg[t];
+    ebq_kernels_now()->decode(J->g, J->widths + s->i0 / EBQ_BLOCK, J->packed[t], J->end,
+                              s->i1 - s->i0, J->dst + s->i0 * J->g->es, J->add);
+}
+
+/* The fast blocks of a validated payload without predictor, over threads. */
+static void decode_fast_threads(const ebq_grid *g, const ebq_reader *r, size_t n, void *dst,
+                                int add, int threads) {
+    decode_job J = {.g = g, .widths = r->widths, .end = r->end, .dst = (uint8_t *)dst,
+                    .add = add};
+    ebq_segs_bounds(&J.segs, n, threads);
+    const uint8_t *p = r->packed;
+    for (int t = 0, b = 0; t < threads; t++) {
+        for (size_t b1 = J.segs.seg[t].i0 / EBQ_BLOCK; (size_t)b < b1; b++) p += 4u * r->widths[b];
+        J.packed[t] = p;
+    }
+    mpiucc_parallel(threads, decode_segment, &J);
+}
+
+mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                 int add, uint8_t *scratch, size_t scratch_size,
+                                 unsigned threads) {
     ebq_reader r; /* everything is validated before any write */
     mpiucc_status st = ebq_reader_init(&r, h, payload, scratch, scratch_size);
     if (st != MPIUCC_OK) return st;
     ebq_grid g;
     ebq_grid_from_header(h, &g);
-    if (!r.dense) {
+    int nt = r.dense || g.delta ? 1 : mpiucc_threads_for(threads, h->count);
+    if (nt > 1) {
+        decode_fast_threads(&g, &r, h->count, dst, add, nt);
+    } else if (!r.dense) {
         ebq_kernels_now()->decode(&g, r.widths, r.packed, r.end, h->count, dst, add);
     } else {
         const ebq_kernels *k = ebq_kernels_now();
@@ -352,9 +443,15 @@ static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *p
     return MPIUCC_OK;
 }
 
+static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *payload,
+                                        void *dst, int add, uint8_t *scratch,
+                                        size_t scratch_size) {
+    return ebq_decode_threads(h, payload, dst, add, scratch, scratch_size, 0);
+}
+
 static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                 int add) {
-    return ebq_decode_scratch(h, payload, dst, add, NULL, 0);
+    return ebq_decode_threads(h, payload, dst, add, NULL, 0, 0);
 }
 
 static size_t ebq_scratch_size(const mpiucc_header *h) {
@@ -374,7 +471,7 @@ mpiucc_status mpiucc_ebq_quantize(const mpiucc_params *params, const void *src, 
         (outlier_capacity && !outlier_pos) || params->codec != MPIUCC_CODEC_EBQ ||
         params->mode != MPIUCC_MODE_ABS)
         return MPIUCC_ERR_ARG;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 6; i++)
         if (params->reserved[i]) return MPIUCC_ERR_ARG;
     mpiucc_params p = *params; /* level and predictor play no part here */
     p.level = MPIUCC_LEVEL_FAST;

@@ -40,7 +40,7 @@ static mpiucc_status check_params(const mpiucc_params *p, const mpiucc_codec_imp
     if (!p || mpiucc_dtype_size((mpiucc_dtype)p->dtype) == 0 ||
         (p->flags & ~MPIUCC_FLAG_PAYLOAD_CHECKSUM))
         return MPIUCC_ERR_ARG;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 6; i++)
         if (p->reserved[i]) return MPIUCC_ERR_ARG;
     if (p->codec >= MPIUCC_CODEC_COUNT_) return MPIUCC_ERR_ARG;
     *impl = codec_of(p->codec);
@@ -146,7 +146,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
 
 static mpiucc_status decompress_frame(const void *src, size_t src_size, void *dst,
                                       size_t dst_capacity, void *scratch, size_t scratch_size,
-                                      size_t *count, int add) {
+                                      size_t *count, int add, unsigned threads) {
     mpiucc_header h;
     mpiucc_status st = mpiucc_read_header(src, src_size, &h);
     if (st != MPIUCC_OK) return st;
@@ -158,21 +158,25 @@ static mpiucc_status decompress_frame(const void *src, size_t src_size, void *ds
         mpiucc_crc32c(0, payload, h.payload_size) != h.payload_checksum)
         return MPIUCC_ERR_PAYLOAD_CHECKSUM;
     const mpiucc_codec_impl *impl = codec_of(h.codec);
-    st = impl->decode_scratch && scratch
-             ? impl->decode_scratch(&h, payload, dst, add, (uint8_t *)scratch, scratch_size)
-             : impl->decode(&h, payload, dst, add);
+    if (h.codec == MPIUCC_CODEC_EBQ)
+        st = ebq_decode_threads(&h, payload, dst, add, (uint8_t *)scratch,
+                                scratch ? scratch_size : 0, threads);
+    else
+        st = impl->decode_scratch && scratch
+                 ? impl->decode_scratch(&h, payload, dst, add, (uint8_t *)scratch, scratch_size)
+                 : impl->decode(&h, payload, dst, add);
     if (st == MPIUCC_OK && count) *count = h.count;
     return st;
 }
 
 mpiucc_status mpiucc_decompress(const void *src, size_t src_size, void *dst,
                                 size_t dst_capacity, size_t *count) {
-    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 0);
+    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 0, 0);
 }
 
 mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                     size_t dst_capacity, size_t *count) {
-    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 1);
+    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 1, 0);
 }
 
 size_t mpiucc_decompress_scratch_size(const mpiucc_header *header) {
@@ -185,5 +189,13 @@ mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *
                                         size_t scratch_size, int add, size_t *count) {
     if (add != 0 && add != 1) return MPIUCC_ERR_ARG;
     return decompress_frame(src, src_size, dst, dst_capacity, scratch, scratch_size, count,
-                            add);
+                            add, 0);
+}
+
+mpiucc_status mpiucc_decompress_threads(const void *src, size_t src_size, void *dst,
+                                        size_t dst_capacity, void *scratch, size_t scratch_size,
+                                        int add, unsigned threads, size_t *count) {
+    if (add != 0 && add != 1) return MPIUCC_ERR_ARG;
+    return decompress_frame(src, src_size, dst, dst_capacity, scratch, scratch_size, count,
+                            add, threads);
 }
