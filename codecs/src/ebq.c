@@ -153,6 +153,43 @@ static double finite_rms(mpiucc_dtype t, const void *src, const void *residual, 
     return top * sqrt(sum / (double)count);
 }
 
+/* The finite minimum and maximum over threads: exact, so the order of the parts is free
+ * (only the sign of a zero may differ, which no use of them sees). */
+typedef struct {
+    mpiucc_dtype t;
+    const uint8_t *src, *residual;
+    size_t n, es;
+    int parts;
+    double mn[MPIUCC_MAX_THREADS], mx[MPIUCC_MAX_THREADS];
+    int any[MPIUCC_MAX_THREADS];
+} minmax_job;
+
+static void minmax_part(void *ctx, int t) {
+    minmax_job *J = (minmax_job *)ctx;
+    size_t i0 = J->n * (size_t)t / (size_t)J->parts, i1 = J->n * (size_t)(t + 1) / (size_t)J->parts;
+    J->mn[t] = J->mx[t] = 0;
+    J->any[t] = ebq_kernels_now()->minmax(J->t, J->src + i0 * J->es,
+                                          J->residual ? J->residual + i0 * J->es : NULL,
+                                          i1 - i0, &J->mn[t], &J->mx[t]);
+}
+
+static int finite_minmax(mpiucc_dtype t, const void *src, const void *residual, size_t n,
+                         unsigned threads, double *mn, double *mx) {
+    int parts = mpiucc_threads_for(threads, n);
+    if (parts == 1) return n ? ebq_kernels_now()->minmax(t, src, residual, n, mn, mx) : 0;
+    minmax_job J = {t, (const uint8_t *)src, (const uint8_t *)residual, n,
+                    mpiucc_dtype_size(t), parts, {0}, {0}, {0}};
+    mpiucc_parallel(parts, minmax_part, &J);
+    int any = 0;
+    for (int k = 0; k < parts; k++) {
+        if (!J.any[k]) continue;
+        if (!any || J.mn[k] < *mn) *mn = J.mn[k];
+        if (!any || J.mx[k] > *mx) *mx = J.mx[k];
+        any = 1;
+    }
+    return any;
+}
+
 void ebq_make_grid(const mpiucc_params *p, const void *src, const void *residual, size_t n,
                    ebq_grid *g) {
     g->dtype = (mpiucc_dtype)p->dtype;
@@ -160,7 +197,7 @@ void ebq_make_grid(const mpiucc_params *p, const void *src, const void *residual
     double eb = p->error_bound;
     if (p->mode != MPIUCC_MODE_ABS) {
         double mn = 0, mx = 0;
-        int any = n ? ebq_kernels_now()->minmax(g->dtype, src, residual, n, &mn, &mx) : 0;
+        int any = finite_minmax(g->dtype, src, residual, n, p->threads, &mn, &mx);
         if (p->mode == MPIUCC_MODE_REL)
             eb *= any ? mx - mn : 0.0;
         else {
