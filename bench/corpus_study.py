@@ -55,7 +55,9 @@ def zero_run(x: np.ndarray, q: np.ndarray, eb: float) -> float:
 
 def split_sizes(x: np.ndarray, eb: float, sizes: list[int]) -> float:
     edges = np.cumsum([0] + sizes)
-    total = sum(dense_payload(x[a:b], eb) for a, b in zip(edges[:-1], edges[1:]) if b > a)
+    total = sum(
+        dense_payload(x[a:b], eb) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a
+    )
     return x.nbytes / (HEADER + total)
 
 
@@ -96,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
                 cols = list(row)
                 print("| set | rel bound | " + " | ".join(cols) + " |")
                 print("|---|---|" + "---:|" * len(cols))
-            print(f"| {name} | {rel:g} | " + " | ".join(f"{row[c]:.4g}" for c in cols) + " |",
-                  flush=True)
+            print(
+                f"| {name} | {rel:g} | " + " | ".join(f"{row[c]:.4g}" for c in cols) + " |",
+                flush=True,
+            )
     return 0
 
 

@@ -3,14 +3,16 @@
     python bench/make_corpus.py            # bench/data/corpus/<set>.f32 + corpus.json, ~2 min
     python bench/make_corpus.py --only embed,deep
 
-| set | what a rank would send |
-|---|---|
-| trained | DDP bucket: gradient of a 3.3 M-parameter byte-level GPT after 200 AdamW steps (bench/make_gradients.py; reused when bench/data/grads_gpt.f32 exists) |
-| fresh | DDP bucket: gradient of a freshly initialised 25 M-parameter GPT, first batch (make_gradients.py --fresh; grads_gpt_fresh.f32) |
-| embed | DDP bucket: gradient of a model with a 65536 x 64 word-embedding table after a few steps: only the rows of the batch's words get a gradient |
-| deep | DDP bucket: gradient of a 12-layer GPT after 300 AdamW steps |
-| weights | FSDP all-gather: the deep model's parameters after those steps |
-| acts | TP / PP stream: the activations leaving the deep model's middle block (batch x seq x width) |
+Sets (what a rank would send):
+  trained  DDP bucket: a 3.3 M-parameter byte-level GPT after 200 AdamW steps
+           (bench/make_gradients.py; reused when bench/data/grads_gpt.f32 exists)
+  fresh    DDP bucket: a freshly initialised 25 M-parameter GPT, first batch
+           (make_gradients.py --fresh; grads_gpt_fresh.f32)
+  embed    DDP bucket: a model with a 65536 x 64 word-embedding table after a few steps:
+           only the rows of the batch's words get a gradient
+  deep     DDP bucket: a 12-layer GPT after 300 AdamW steps
+  weights  FSDP all-gather: the deep model's parameters after those steps
+  acts     TP / PP stream: the activations leaving the deep model's middle block
 
 Each set is raw little-endian float32; corpus.json holds per set its segments (one per
 parameter tensor, or per sequence for activations) and the statistics printed at the end:
@@ -121,15 +123,18 @@ def statistics(x: np.ndarray, sizes: list[int]) -> dict:
     v = x.astype(np.float64)
     std = float(v.std())
     edges = np.cumsum([0] + sizes)
-    rms = np.array([np.sqrt(np.mean(v[a:b] ** 2)) for a, b in zip(edges[:-1], edges[1:])])
+    rms = np.array(
+        [np.sqrt(np.mean(v[a:b] ** 2)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    )
     nz = rms[rms > 0]
     p10, p90 = np.percentile(nz, [10, 90]) if nz.size else (1.0, 1.0)
     return {
         "n": int(x.size),
         "segments": len(sizes),
         "zero_fraction": float(np.mean(x == 0)),
-        "zero_chunks_256": float(np.mean(np.all(np.resize(x, -(-x.size // 256) * 256)
-                                               .reshape(-1, 256) == 0, axis=1))),
+        "zero_chunks_256": float(
+            np.mean(np.all(np.resize(x, -(-x.size // 256) * 256).reshape(-1, 256) == 0, axis=1))
+        ),
         "range_over_std": float((v.max() - v.min()) / std) if std else 0.0,
         "absmax_over_std": float(np.abs(v).max() / std) if std else 0.0,
         "rms_spread_p90_p10_log10": float(np.log10(p90 / p10)),
@@ -162,23 +167,28 @@ def main(argv: list[str] | None = None) -> int:
         made["embed"] = make_embed()
     if {"deep", "weights", "acts"} & set(want):
         deep, weights, acts = make_deep()
-        made.update({k: v for k, v in (("deep", deep), ("weights", weights), ("acts", acts))
-                     if k in want})
+        made.update(
+            {k: v for k, v in (("deep", deep), ("weights", weights), ("acts", acts)) if k in want}
+        )
     for name, (x, sizes) in made.items():
         x.tofile(args.out / f"{name}.f32")
         index[name] = {"file": f"{name}.f32", "sizes": sizes, "stats": statistics(x, sizes)}
     index_path.write_text(json.dumps(index) + "\n")
     print(f"\ncorpus in {args.out} ({time.perf_counter() - t0:.0f} s)")
-    print(f"{'set':8} {'values':>10} {'segs':>5} {'zeros':>7} {'0-chunks':>8} {'range/std':>9} "
-          f"{'max/std':>8} {'rms p90/p10':>11} {'rms max/min':>11}")
+    print(
+        f"{'set':8} {'values':>10} {'segs':>5} {'zeros':>7} {'0-chunks':>8} {'range/std':>9} "
+        f"{'max/std':>8} {'rms p90/p10':>11} {'rms max/min':>11}"
+    )
     for name in SETS:
         if name not in index:
             continue
         s = index[name]["stats"]
-        print(f"{name:8} {s['n']:>10} {s['segments']:>5} {s['zero_fraction']:>7.3f} "
-              f"{s['zero_chunks_256']:>8.3f} {s['range_over_std']:>9.0f} "
-              f"{s['absmax_over_std']:>8.0f} {10 ** s['rms_spread_p90_p10_log10']:>11.1f} "
-              f"{10 ** s['rms_spread_max_min_log10']:>11.3g}")
+        print(
+            f"{name:8} {s['n']:>10} {s['segments']:>5} {s['zero_fraction']:>7.3f} "
+            f"{s['zero_chunks_256']:>8.3f} {s['range_over_std']:>9.0f} "
+            f"{s['absmax_over_std']:>8.0f} {10 ** s['rms_spread_p90_p10_log10']:>11.1f} "
+            f"{10 ** s['rms_spread_max_min_log10']:>11.3g}"
+        )
     return 0
 
 

@@ -5,11 +5,13 @@
  * Python GIL released.
  *
  * Allocation: decoding (mpiucc_read_header, mpiucc_decompress, mpiucc_decompress_add,
- * mpiucc_decompress_scratch) never allocates; it uses at most about 100 KiB of stack. Two calls allocate one scratch buffer of
+ * mpiucc_decompress_scratch) never allocates; it uses at most about 100 KiB of stack (per
+ * thread, when a large ebq frame is decoded on threads: their stacks are the threads' own). Two calls allocate one scratch buffer of
  * count bytes, freed before they return: mpiucc_compress(_ef) at the dense level (a quarter of
  * an f32 input), and mpiucc_ebq_add when frame a is dense (only when dst_capacity holds count
- * bytes past the header). A failed allocation returns MPIUCC_ERR_NOMEM. Nothing else
- * allocates.
+ * bytes past the header). A failed allocation returns MPIUCC_ERR_NOMEM. Calls on threads also
+ * allocate a buffer per thread or segment for its part of the frame (freed before they return;
+ * when that fails they run on one thread). Nothing else allocates.
  *
  * Frames are untrusted input: a header may claim up to 2^60 elements in a few bytes. Decoders
  * check the header against dst_capacity before any work in proportion to the count, so the
@@ -32,7 +34,10 @@ extern "C" {
 #define MPIUCC_VERSION_MAJOR 0
 #define MPIUCC_VERSION_MINOR 1
 #define MPIUCC_VERSION_PATCH 0
-#define MPIUCC_FORMAT_VERSION 1
+/* The newest frame format version; readers take 1 and 2. Version 2 changed only the ebq
+ * dense payload (independent rANS segments): ebq dense frames are written as 2, every other
+ * frame as 1 (codecs/FORMAT.md). */
+#define MPIUCC_FORMAT_VERSION 2
 #define MPIUCC_HEADER_SIZE 64
 
 /* Status codes. Their values are pinned: they cross the Python boundary. */

@@ -236,7 +236,7 @@ mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uin
     w->dense = dense;
     w->sink.lo = w->sink.top = out + capacity;
     w->sink.es = es;
-    size_t head = dense ? EBQ_DENSE_SUBHEADER : EBQ_SUBHEADER + ebq_nblocks(n);
+    size_t head = dense ? (size_t)ebq_dense_head(2, n) : EBQ_SUBHEADER + ebq_nblocks(n);
     if (capacity < head) return MPIUCC_ERR_CAPACITY;
     w->widths = out + EBQ_SUBHEADER;
     w->start = w->op = out + head;
@@ -272,10 +272,10 @@ mpiucc_status ebq_writer_finish(ebq_writer *w, size_t *size) {
 }
 
 mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload,
-                              uint8_t *scratch, size_t scratch_size) {
+                              uint8_t *scratch, size_t scratch_size, unsigned threads) {
     memset(r, 0, offsetof(ebq_reader, chunk)); /* not the chunk and decoder (48 KiB) */
     if ((h->aux & 0xff) == MPIUCC_LEVEL_DENSE)
-        return ebq_dense_reader_init(r, h, payload, scratch, scratch_size);
+        return ebq_dense_reader_init(r, h, payload, scratch, scratch_size, threads);
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype), nb = ebq_nblocks(n);
     uint64_t ps = h->payload_size;
     if (ps < EBQ_SUBHEADER || ps - EBQ_SUBHEADER < nb) return MPIUCC_ERR_CORRUPT;
@@ -375,9 +375,11 @@ static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *r
     h->param = g.step;
     h->block = EBQ_BLOCK;
     h->aux = p->level | p->predictor << 8;
+    if (p->level == MPIUCC_LEVEL_DENSE) h->version = 2; /* segmented rANS streams */
     ebq_writer w;
     mpiucc_status st = ebq_writer_init(&w, p->level == MPIUCC_LEVEL_DENSE, n, g.es, out, capacity);
     if (st != MPIUCC_OK) return st;
+    w.threads = p->threads;
     int threads = mpiucc_threads_for(p->threads, n);
     if (threads > 1) {
         st = ebq_encode_threads(&g, src, residual, n, &w, threads, size);
@@ -399,7 +401,9 @@ static mpiucc_status ebq_check_header(const mpiucc_header *h) {
     if (h->block != EBQ_BLOCK || (h->aux >> 16) || level > MPIUCC_LEVEL_DENSE ||
         pred > MPIUCC_PREDICTOR_DELTA || !(h->param > 0) || !(h->param <= DBL_MAX))
         return MPIUCC_ERR_CORRUPT;
-    uint64_t head = level ? EBQ_DENSE_SUBHEADER : EBQ_SUBHEADER + ebq_nblocks(h->count);
+    if (h->version == 2 && level != MPIUCC_LEVEL_DENSE) return MPIUCC_ERR_CORRUPT;
+    uint64_t head =
+        level ? ebq_dense_head(h->version, h->count) : EBQ_SUBHEADER + ebq_nblocks(h->count);
     if (h->payload_size < head) return MPIUCC_ERR_CORRUPT;
     return MPIUCC_OK;
 }
@@ -457,7 +461,7 @@ mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload,
                                  int add, uint8_t *scratch, size_t scratch_size,
                                  unsigned threads) {
     ebq_reader r; /* everything is validated before any write */
-    mpiucc_status st = ebq_reader_init(&r, h, payload, scratch, scratch_size);
+    mpiucc_status st = ebq_reader_init(&r, h, payload, scratch, scratch_size, threads);
     if (st != MPIUCC_OK) return st;
     ebq_grid g;
     ebq_grid_from_header(h, &g);

@@ -216,12 +216,13 @@ mpiucc_status mpiucc_ebq_add_threads(const void *a, size_t a_size, const void *b
     memset(&w, 0, sizeof w);
     size_t es = mpiucc_dtype_size((mpiucc_dtype)ha.dtype), size = 0;
     uint8_t *out = (uint8_t *)dst;
-    st = ebq_reader_init(&c.ra, &ha, (const uint8_t *)a + MPIUCC_HEADER_SIZE, NULL, 0);
+    st = ebq_reader_init(&c.ra, &ha, (const uint8_t *)a + MPIUCC_HEADER_SIZE, NULL, 0, 1);
     if (st == MPIUCC_OK)
-        st = ebq_reader_init(&c.rb, &hb, (const uint8_t *)b + MPIUCC_HEADER_SIZE, NULL, 0);
+        st = ebq_reader_init(&c.rb, &hb, (const uint8_t *)b + MPIUCC_HEADER_SIZE, NULL, 0, 1);
     if (st == MPIUCC_OK)
         st = ebq_writer_init(&w, dense, ha.count, es,
                              out + MPIUCC_HEADER_SIZE, dst_capacity - MPIUCC_HEADER_SIZE);
+    w.threads = threads;
     int nt = 1;
     if (st == MPIUCC_OK) {
         iter_init(&c.oa, &c.ra, es);
@@ -240,6 +241,7 @@ mpiucc_status mpiucc_ebq_add_threads(const void *a, size_t a_size, const void *b
     ebq_writer_free(&w);
     if (st != MPIUCC_OK) return st;
     mpiucc_header h = ha;
+    h.version = dense ? 2 : 1; /* a dense sum is written in v2's segments */
     h.flags = (ha.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) | (nonfinite ? MPIUCC_FLAG_NONFINITE : 0);
     h.bound = ha.bound + hb.bound;
     h.payload_size = size;

@@ -81,7 +81,7 @@ static mpiucc_status compress_frame(const mpiucc_params *params, const void *src
     if (!dst || !dst_size || (count && !src)) return MPIUCC_ERR_ARG;
     if (dst_capacity < MPIUCC_HEADER_SIZE) return MPIUCC_ERR_CAPACITY;
     uint8_t *out = (uint8_t *)dst;
-    mpiucc_header h = {MPIUCC_FORMAT_VERSION, params->codec, params->dtype,
+    mpiucc_header h = {1, params->codec, params->dtype, /* ebq dense makes it 2 */
                        params->flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM, count, 0, 0, 0, 0, 0, 0};
     size_t payload = 0;
     st = impl->encode(params, src, residual, count, out + MPIUCC_HEADER_SIZE,
@@ -127,7 +127,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
     h.block = mpiucc_get_u32(p + 40);
     h.aux = mpiucc_get_u32(p + 44);
     h.payload_checksum = mpiucc_get_u32(p + 56);
-    if (h.version != MPIUCC_FORMAT_VERSION) return MPIUCC_ERR_VERSION;
+    if (h.version < 1 || h.version > MPIUCC_FORMAT_VERSION) return MPIUCC_ERR_VERSION;
     if (mpiucc_get_u64(p + 48) != 0 || (h.flags & ~MPIUCC_FLAGS_KNOWN_) ||
         mpiucc_dtype_size((mpiucc_dtype)h.dtype) == 0 || h.count > (UINT64_MAX >> 4) ||
         isnan(h.bound) || h.bound < 0)
@@ -137,6 +137,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
     const mpiucc_codec_impl *impl = codec_of(h.codec);
     if (h.codec >= MPIUCC_CODEC_COUNT_) return MPIUCC_ERR_CORRUPT;
     if (!impl) return MPIUCC_ERR_UNSUPPORTED;
+    if (h.version == 2 && h.codec != MPIUCC_CODEC_EBQ) return MPIUCC_ERR_CORRUPT;
     if (h.payload_size > src_size - MPIUCC_HEADER_SIZE) return MPIUCC_ERR_TRUNCATED;
     mpiucc_status st = impl->check_header(&h);
     if (st != MPIUCC_OK) return st;

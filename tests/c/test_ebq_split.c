@@ -2,6 +2,7 @@
  * residuals and the decoded values are byte for byte those of a single thread. Sizes around
  * the segment edges (kernel chunks of 256 elements), data with outliers in every segment. */
 #include "test_util.h"
+#include "../../codecs/src/internal.h"
 
 #define MAXN 300001
 
@@ -78,6 +79,46 @@ static void check_size(size_t n, int dense, int delta, int rel, int f64, int ef,
     }
 }
 
+/* Dense frames of several 2^20-symbol segments (format v2): the same bytes on 1 and 3 threads,
+ * the same values decoded in one pass (scratch, threads) and in two (no scratch), within the
+ * bound; a damaged stream size is refused before anything is written. */
+static void test_dense_segments(void) {
+    size_t n = (2u << 20) + 12345;
+    float *v = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+    uint8_t *scratch = malloc(n);
+    mpiucc_params p = MPIUCC_PARAMS_INIT;
+    p.level = MPIUCC_LEVEL_DENSE;
+    p.error_bound = 1e-3;
+    size_t cap = mpiucc_compress_bound(&p, n), s1 = 0, s3 = 0;
+    uint8_t *f1 = malloc(cap), *f3 = malloc(cap);
+    for (size_t i = 0; i < n; i++) /* segment 1 all zeros: a constant stream */
+        v[i] = (i >> 20) == 1 ? 0.0f : (float)tu_rand_laplace(i < 1000 ? 1e3 : 0.01);
+    v[5] = NAN;
+    p.threads = 1;
+    CHECK_ST(mpiucc_compress(&p, v, n, f1, cap, &s1), MPIUCC_OK);
+    p.threads = 3;
+    CHECK_ST(mpiucc_compress(&p, v, n, f3, cap, &s3), MPIUCC_OK);
+    CHECK(s1 == s3 && !memcmp(f1, f3, s1));
+    CHECK(f1[4] == 2);
+    CHECK_ST(mpiucc_decompress_threads(f1, s1, a, n * 4, scratch, n, 0, 3, NULL), MPIUCC_OK);
+    CHECK_ST(mpiucc_decompress_threads(f1, s1, b, n * 4, NULL, 0, 0, 1, NULL), MPIUCC_OK);
+    CHECK(!memcmp(a, b, n * 4));
+    int ok = isnan(a[5]);
+    for (size_t i = 0; i < n; i++)
+        if (i != 5) ok &= fabs((double)a[i] - (double)v[i]) <= 1e-3;
+    CHECK(ok);
+    /* the second stream's size one larger: the sizes no longer add up */
+    uint8_t *pl = f1 + MPIUCC_HEADER_SIZE;
+    mpiucc_put_u64(pl + 24, mpiucc_get_u64(pl + 24) + 1);
+    memset(b, 0x55, n * 4);
+    CHECK_ST(mpiucc_decompress_threads(f1, s1, b, n * 4, scratch, n, 0, 3, NULL),
+             MPIUCC_ERR_CORRUPT);
+    CHECK_ST(mpiucc_decompress_threads(f1, s1, b, n * 4, NULL, 0, 0, 1, NULL),
+             MPIUCC_ERR_CORRUPT);
+    CHECK(((uint8_t *)b)[0] == 0x55 && ((uint8_t *)b)[n * 4 - 1] == 0x55); /* untouched */
+    free(v), free(a), free(b), free(scratch), free(f1), free(f3);
+}
+
 int main(void) {
     static const size_t sizes[] = {0, 1, 31, 255, 256, 257, 511, 512, 513, 767, 1024, 1025,
                                    4097, 65539, MAXN};
@@ -97,6 +138,7 @@ int main(void) {
                 check_size(n, v & 1, v >> 1 & 1, v >> 2 & 1, v >> 3 & 1, kind != 3, f1,
                            fk, s1, sk);
         }
+    test_dense_segments();
     /* the default thread count is 1 or more and MPIUCC_THREADS overrides it */
     CHECK(mpiucc_default_threads() >= 1);
     setenv("MPIUCC_THREADS", "3", 1);

@@ -50,8 +50,13 @@ def test_frames_and_values_do_not_depend_on_threads(data):
         pycodecs.decompress_add(one, acc1, threads=1)
         pycodecs.decompress_add(one, acct, threads=t)
         assert np.array_equal(bits(acct), bits(acc1))
-    check_contract(x, pycodecs.decompress(pycodecs.compress(x, "ebq", threads=4, **kw)), mode,
-                   eb, pycodecs.header(one))
+    check_contract(
+        x,
+        pycodecs.decompress(pycodecs.compress(x, "ebq", threads=4, **kw)),
+        mode,
+        eb,
+        pycodecs.header(one),
+    )
 
 
 @hsettings(max_examples=60)
