@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DMPIUCC_WERROR=ON
 endif
 
-.PHONY: demo test test-c test-sanitize fuzz-short test-py test-wheel test-ucc build bench lint clean
+.PHONY: demo test test-c test-sanitize test-tsan fuzz-short test-py test-wheel test-ucc build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -37,6 +37,14 @@ test-sanitize: $(VENV)/.deps
 	  -DMPIUCC_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	$(VENV)/bin/cmake --build $(ASAN_BUILD)
 	$(VENV)/bin/ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2
+
+# The threaded ebq paths under ThreadSanitizer (gcc or clang); not part of `test` (slow).
+TSAN_BUILD ?= build/tsan
+test-tsan: $(VENV)/.deps
+	$(VENV)/bin/cmake -S . -B $(TSAN_BUILD) $(NINJA) -DCMAKE_C_FLAGS="-fsanitize=thread -g" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DMPIUCC_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	$(VENV)/bin/cmake --build $(TSAN_BUILD)
+	$(VENV)/bin/ctest --test-dir $(TSAN_BUILD) --output-on-failure -R "test_ebq_split|test_threads"
 
 # Each libFuzzer target for FUZZ_SECONDS from its seed corpus (clang only); new inputs and
 # crashes go to FUZZ_SCRATCH, never into the repository.

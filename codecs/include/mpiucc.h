@@ -5,11 +5,13 @@
  * Python GIL released.
  *
  * Allocation: decoding (mpiucc_read_header, mpiucc_decompress, mpiucc_decompress_add,
- * mpiucc_decompress_scratch) never allocates; it uses at most about 100 KiB of stack. Two calls allocate one scratch buffer of
+ * mpiucc_decompress_scratch) never allocates; it uses at most about 100 KiB of stack (per
+ * thread, when a large ebq frame is decoded on threads: their stacks are the threads' own). Two calls allocate one scratch buffer of
  * count bytes, freed before they return: mpiucc_compress(_ef) at the dense level (a quarter of
  * an f32 input), and mpiucc_ebq_add when frame a is dense (only when dst_capacity holds count
- * bytes past the header). A failed allocation returns MPIUCC_ERR_NOMEM. Nothing else
- * allocates.
+ * bytes past the header). A failed allocation returns MPIUCC_ERR_NOMEM. Calls on threads also
+ * allocate a buffer per thread or segment for its part of the frame (freed before they return;
+ * when that fails they run on one thread). Nothing else allocates.
  *
  * Frames are untrusted input: a header may claim up to 2^60 elements in a few bytes. Decoders
  * check the header against dst_capacity before any work in proportion to the count, so the
@@ -32,7 +34,10 @@ extern "C" {
 #define MPIUCC_VERSION_MAJOR 0
 #define MPIUCC_VERSION_MINOR 1
 #define MPIUCC_VERSION_PATCH 0
-#define MPIUCC_FORMAT_VERSION 1
+/* The newest frame format version; readers take 1 and 2. Version 2 changed only the ebq
+ * dense payload (independent rANS segments): ebq dense frames are written as 2, every other
+ * frame as 1 (codecs/FORMAT.md). */
+#define MPIUCC_FORMAT_VERSION 2
 #define MPIUCC_HEADER_SIZE 64
 
 /* Status codes. Their values are pinned: they cross the Python boundary. */
@@ -126,12 +131,13 @@ typedef struct {
     uint32_t rounding;    /* quantizers: mpiucc_rounding */
     uint64_t seed;        /* stochastic rounding: seed of the counter-based generator */
     uint32_t flags;       /* MPIUCC_FLAG_PAYLOAD_CHECKSUM or 0 */
-    uint32_t reserved[7]; /* must be zero */
+    uint32_t threads;     /* ebq: threads at most; 0: the default (mpiucc_default_threads) */
+    uint32_t reserved[6]; /* must be zero */
 } mpiucc_params;
 
 #define MPIUCC_PARAMS_INIT \
     { MPIUCC_CODEC_EBQ, MPIUCC_DTYPE_F32, 0.0, MPIUCC_MODE_ABS, MPIUCC_LEVEL_FAST, \
-      MPIUCC_PREDICTOR_NONE, 0, 0, MPIUCC_ROUND_NEAREST, 0, 0, {0, 0, 0, 0, 0, 0, 0} }
+      MPIUCC_PREDICTOR_NONE, 0, 0, MPIUCC_ROUND_NEAREST, 0, 0, 0, {0, 0, 0, 0, 0, 0} }
 
 /* A decoded frame header (codecs/FORMAT.md has the byte layout). */
 typedef struct {
@@ -194,6 +200,27 @@ mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *
                                         size_t dst_capacity, void *scratch,
                                         size_t scratch_size, int add, size_t *count);
 
+/* mpiucc_decompress_scratch on up to threads threads (0: the default). The frame's bytes
+ * decide the result; the thread count never changes it. */
+mpiucc_status mpiucc_decompress_threads(const void *src, size_t src_size, void *dst,
+                                        size_t dst_capacity, void *scratch, size_t scratch_size,
+                                        int add, unsigned threads, size_t *count);
+
+/* ---- threads ----
+ * ebq calls over large arrays (compress, compress_ef, decompress, ebq_add) split the array
+ * over threads created by the call and joined before it returns (no pool: nothing survives
+ * fork, nothing is shared between concurrent calls). Frames are byte-identical whatever the
+ * thread count. Which paths run threaded: codecs/FORMAT.md, "Threads".
+ *
+ * The default thread count: MPIUCC_THREADS from the environment when set (a positive integer),
+ * else the cores this process may run on (sched_getaffinity), divided by the local rank count
+ * (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, LOCAL_WORLD_SIZE) when the process is not
+ * bound to a subset of the cores; at most 64. A call with the default starts one thread per
+ * 2^18 elements at most, so small arrays stay on the calling thread; an explicit thread count
+ * is capped at one thread per 256 elements. Reads the environment: not thread-safe against
+ * setenv. */
+unsigned mpiucc_default_threads(void);
+
 /* ---- ebq in the integer domain (for exact reductions of compressed data) ----
  * The grid is fixed by the step alone: index = round(x / step). Frames made with the same
  * step, dtype and count can be added index by index without any rounding. */
@@ -227,6 +254,10 @@ mpiucc_status mpiucc_unpack_indices(const void *src, size_t src_size, int32_t *i
 size_t mpiucc_ebq_add_bound(const void *a, size_t a_size, const void *b, size_t b_size);
 mpiucc_status mpiucc_ebq_add(const void *a, size_t a_size, const void *b, size_t b_size,
                              void *dst, size_t dst_capacity, size_t *dst_size);
+/* mpiucc_ebq_add on up to threads threads (0: the default); the same bytes. */
+mpiucc_status mpiucc_ebq_add_threads(const void *a, size_t a_size, const void *b, size_t b_size,
+                                     void *dst, size_t dst_capacity, unsigned threads,
+                                     size_t *dst_size);
 
 /* ---- statistics of an input (what an error budget is made from) ---- */
 

@@ -42,7 +42,8 @@ cdef extern from "mpiucc.h" nogil:
         uint32_t rounding
         uint64_t seed
         uint32_t flags
-        uint32_t reserved[7]
+        uint32_t threads
+        uint32_t reserved[6]
 
     ctypedef struct mpiucc_header:
         uint32_t version
@@ -78,6 +79,14 @@ cdef extern from "mpiucc.h" nogil:
     mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                         size_t dst_capacity, size_t *count)
     size_t mpiucc_decompress_scratch_size(const mpiucc_header *header)
+    mpiucc_status mpiucc_decompress_threads(const void *src, size_t src_size, void *dst,
+                                            size_t dst_capacity, void *scratch,
+                                            size_t scratch_size, int add, unsigned threads,
+                                            size_t *count)
+    unsigned mpiucc_default_threads()
+    mpiucc_status mpiucc_ebq_add_threads(const void *a, size_t a_size, const void *b,
+                                         size_t b_size, void *dst, size_t dst_capacity,
+                                         unsigned threads, size_t *dst_size)
     mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *dst,
                                             size_t dst_capacity, void *scratch,
                                             size_t scratch_size, int add, size_t *count)

@@ -70,7 +70,7 @@ cdef class Params:
 
     def __cinit__(self, uint32_t codec, uint32_t dtype, double error_bound, uint32_t mode,
                   uint32_t level, uint32_t predictor, uint32_t block_size, uint32_t levels,
-                  uint32_t rounding, uint64_t seed, uint32_t flags):
+                  uint32_t rounding, uint64_t seed, uint32_t flags, uint32_t threads=0):
         self.c.codec = codec
         self.c.dtype = dtype
         self.c.error_bound = error_bound
@@ -82,6 +82,7 @@ cdef class Params:
         self.c.rounding = rounding
         self.c.seed = seed
         self.c.flags = flags
+        self.c.threads = threads
 
     @property
     def dtype(self):
@@ -92,7 +93,7 @@ cdef class Params:
         return (f"Params(codec={c.codec}, dtype={c.dtype}, error_bound={c.error_bound!r}, "
                 f"mode={c.mode}, level={c.level}, predictor={c.predictor}, "
                 f"block_size={c.block_size}, levels={c.levels}, rounding={c.rounding}, "
-                f"seed={c.seed}, flags={c.flags})")
+                f"seed={c.seed}, flags={c.flags}, threads={c.threads})")
 
 
 def empty_bytearray(Py_ssize_t size):
@@ -164,7 +165,7 @@ cdef size_t scratch_size(const void *src, size_t src_size) noexcept nogil:
     return mpiucc_decompress_scratch_size(&h)
 
 
-cdef decode(const unsigned char[::1] frame, unsigned char[::1] dst, int add):
+cdef decode(const unsigned char[::1] frame, unsigned char[::1] dst, int add, unsigned threads):
     """Decode (add 0) or add (1) the frame into dst, with a scratch buffer of the size the
     frame asks (count bytes for an ebq dense frame: the one-pass path) when dst holds the
     frame's output, so that the scratch never exceeds a quarter of dst."""
@@ -180,19 +181,27 @@ cdef decode(const unsigned char[::1] frame, unsigned char[::1] dst, int add):
         scratch = PyByteArray_FromStringAndSize(NULL, need)  # uninitialised
         sp = <void *>&scratch[0]
     with nogil:
-        st = mpiucc_decompress_scratch(s, frame.shape[0], d, dst.shape[0], sp, need, add, &count)
+        st = mpiucc_decompress_threads(s, frame.shape[0], d, dst.shape[0], sp, need, add,
+                                       threads, &count)
     check(st)
     return count
 
 
-def decompress(const unsigned char[::1] frame, unsigned char[::1] dst):
-    """Decode the frame into dst; returns the element count."""
-    return decode(frame, dst, 0)
+def decompress(const unsigned char[::1] frame, unsigned char[::1] dst, unsigned threads=0):
+    """Decode the frame into dst on up to threads threads (0: the default); returns the
+    element count."""
+    return decode(frame, dst, 0, threads)
 
 
-def decompress_add(const unsigned char[::1] frame, unsigned char[::1] dst):
+def decompress_add(const unsigned char[::1] frame, unsigned char[::1] dst,
+                   unsigned threads=0):
     """dst += decoded frame; returns the element count."""
-    return decode(frame, dst, 1)
+    return decode(frame, dst, 1, threads)
+
+
+def default_threads():
+    """The thread count a call with threads=0 may use (MPIUCC_THREADS, else the cores)."""
+    return mpiucc_default_threads()
 
 
 def ebq_quantize(Params p, const unsigned char[::1] src, size_t count, int32_t[::1] indices,
@@ -241,15 +250,18 @@ def unpack_indices(const unsigned char[::1] src, int32_t[::1] indices):
     return used
 
 
-def ebq_add(const unsigned char[::1] a, const unsigned char[::1] b, unsigned char[::1] dst):
-    """The ebq frame of the index sums of frames a and b into dst; returns its size."""
+def ebq_add(const unsigned char[::1] a, const unsigned char[::1] b, unsigned char[::1] dst,
+            unsigned threads=0):
+    """The ebq frame of the index sums of frames a and b into dst (on up to threads threads,
+    0: the default); returns its size."""
     cdef size_t size = 0
     cdef mpiucc_status st
     cdef const void *pa = rptr(a)
     cdef const void *pb = rptr(b)
     cdef void *d = wptr(dst)
     with nogil:
-        st = mpiucc_ebq_add(pa, a.shape[0], pb, b.shape[0], d, dst.shape[0], &size)
+        st = mpiucc_ebq_add_threads(pa, a.shape[0], pb, b.shape[0], d, dst.shape[0], threads,
+                                    &size)
     check(st)
     return size
 

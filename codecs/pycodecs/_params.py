@@ -30,7 +30,20 @@ DEFAULTS = {
     "rounding": None,
     "seed": 0,
     "checksum": False,
+    "threads": None,
 }
+
+
+def thread_count(threads: object) -> int:
+    """The C library's thread argument: None is 0 (its default: MPIUCC_THREADS, else the
+    cores this process may use, only for arrays large enough); else a positive integer."""
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, Integral):
+        raise TypeError(f"threads must be None or an integer; got {type(threads).__name__}")
+    if not 1 <= threads <= 1024:
+        raise ValueError(f"threads must be in [1, 1024] or None; got {threads}")
+    return int(threads)
 
 
 def choice(name: str, value: object, choices: tuple[str, ...]) -> int:
@@ -75,6 +88,7 @@ def make_params(
     rounding: str | None,
     seed: int,
     checksum: bool,
+    threads: object = None,
 ) -> _ext.Params:
     """Validated C params (cached: the same arguments give the same immutable object).
     rounding None is the codec's convention: "stochastic" for qsgd (QSGD proper, unbiased),
@@ -94,6 +108,7 @@ def make_params(
         choice("rounding", rounding, ROUNDINGS),
         uint("seed", seed, 64),
         1 if checksum else 0,
+        thread_count(threads),
     )
 
 
@@ -115,6 +130,7 @@ def params_from(codec: str, dtype: str, options: dict) -> _ext.Params:
         o["rounding"],
         o["seed"],
         bool(o["checksum"]),
+        o["threads"],
     )
 
 

@@ -21,6 +21,7 @@ from pycodecs._params import (
     choice,
     make_params,
     params_from,
+    thread_count,
     uint,
 )
 
@@ -52,6 +53,7 @@ def compress(
     checksum: bool = False,
     dtype: str | None = None,
     out: Buffer | None = None,
+    threads: int | None = None,
 ) -> bytearray | memoryview:
     """Compress x into one frame.
 
@@ -60,6 +62,8 @@ def compress(
     sixteenth of the block), rounding ("nearest"|"stochastic"; None: stochastic for qsgd,
     nearest otherwise) and seed for the quantizers; checksum adds a payload
     CRC-32C. dtype names the element type of a raw byte buffer or of int16 bfloat16 bits.
+    threads: at most this many threads for ebq (None: MPIUCC_THREADS, else the cores this
+    process may use, for large arrays only); the frame's bytes never depend on it.
     Returns a bytearray of the frame's exact size, or with out= a memoryview of out[:size].
     """
     src, name, count = source(x, dtype)
@@ -75,6 +79,7 @@ def compress(
         rounding,
         seed,
         bool(checksum),
+        threads,
     )
     bound = _ext.compress_bound(p, count) if out is None else 0
     return _finish(lambda dst: _ext.compress(p, src, count, dst), bound, out)
@@ -96,6 +101,7 @@ def compress_ef(
     checksum: bool = False,
     dtype: str | None = None,
     out: Buffer | None = None,
+    threads: int | None = None,
 ) -> bytearray | memoryview:
     """Compress v = x + residual with error feedback; residual becomes v - decoded.
 
@@ -118,6 +124,7 @@ def compress_ef(
         rounding,
         seed,
         bool(checksum),
+        threads,
     )
     bound = _ext.compress_bound(p, count) if out is None else 0
     return _finish(lambda dst: _ext.compress_ef(p, src, res, count, dst), bound, out)
@@ -137,6 +144,7 @@ def decompress(
     count: int | None = None,
     max_count: int | None = None,
     max_bytes: int | None = None,
+    threads: int | None = None,
 ) -> Any:
     """Decode a frame: a new 1-D numpy array of the frame's dtype (bfloat16 as int16 bits),
     or into out (numpy array or CPU tensor of that dtype and element count), returning out.
@@ -145,8 +153,10 @@ def decompress(
     and count, when given, must match (else CodecError, status MISMATCH). Without out, the
     output is limited by count, max_count (elements) or max_bytes, else by
     pycodecs.DEFAULT_MAX_DECODE_BYTES (64 MiB; env MPIUCC_MAX_DECODE_BYTES): a frame above
-    the limit raises CodecError (status CAPACITY) and allocates nothing.
+    the limit raises CodecError (status CAPACITY) and allocates nothing. threads as for
+    compress.
     """
+    nt = thread_count(threads)
     src = bytes_of(frame, "frame")
     h = _ext.read_header(src)
     check_expected(h, codec, dtype, count)
@@ -155,21 +165,27 @@ def decompress(
         if count is None:
             check_size(h, max_count, max_bytes)
         arr = np.empty(n, NUMPY_DTYPES[name])
-        _ext.decompress(src, arr.view(np.uint8))
+        _ext.decompress(src, arr.view(np.uint8), nt)
         return arr
-    _ext.decompress(src, target(out, name, n))
+    _ext.decompress(src, target(out, name, n), nt)
     return out
 
 
 def decompress_add(
-    frame: Buffer, out: Buffer, *, codec: str | None = None, dtype: str | None = None
+    frame: Buffer,
+    out: Buffer,
+    *,
+    codec: str | None = None,
+    dtype: str | None = None,
+    threads: int | None = None,
 ) -> Any:
     """out += decoded frame (in the frame's dtype); returns out. out's size is the limit;
     codec and dtype, when given, must match the frame's (CodecError, status MISMATCH)."""
+    nt = thread_count(threads)
     src = bytes_of(frame, "frame")
     h = _ext.read_header(src)
     check_expected(h, codec, dtype, None)
-    _ext.decompress_add(src, target(out, DTYPES[h[2] - 1], h[4]))
+    _ext.decompress_add(src, target(out, DTYPES[h[2] - 1], h[4]), nt)
     return out
 
 
@@ -186,14 +202,17 @@ def ebq_add(
     count: int | None = None,
     max_count: int | None = None,
     max_bytes: int | None = None,
+    threads: int | None = None,
 ) -> bytearray | memoryview:
     """The ebq frame whose indices are the exact sums of those of frames a and b.
 
     Both frames are untrusted: they must have the same element count (and count, when
     given), else CodecError (MISMATCH); without out, the frames' decoded size is limited as
     in decompress (count, max_count, max_bytes, else the 64 MiB default) before the output
-    is sized, since the sum takes time and room in proportion to the count.
+    is sized, since the sum takes time and room in proportion to the count. threads as for
+    compress.
     """
+    nt = thread_count(threads)
     fa, fb = bytes_of(a, "a"), bytes_of(b, "b")
     ha, hb = _ext.read_header(fa), _ext.read_header(fb)
     check_expected(ha, "ebq", None, count)
@@ -205,7 +224,7 @@ def ebq_add(
         bound = _ext.ebq_add_bound(fa, fb)
         if bound == 0:  # the frames cannot be added: let the C library say why
             _ext.ebq_add(fa, fb, bytearray())
-    return _finish(lambda dst: _ext.ebq_add(fa, fb, dst), bound, out)
+    return _finish(lambda dst: _ext.ebq_add(fa, fb, dst, nt), bound, out)
 
 
 def ebq_quantize(x: Buffer, error_bound: float, indices_out: Buffer) -> np.ndarray:
@@ -268,6 +287,12 @@ def finite_stats(x: Buffer, scale: float = 1.0) -> FiniteStats:
     if not (0 <= scale < math.inf):
         raise ValueError(f"scale must be finite and >= 0, got {scale!r}")
     return FiniteStats(*_ext.finite_stats(src, count, DTYPES.index(name) + 1, scale))
+
+
+def default_threads() -> int:
+    """Threads an ebq call with threads=None may use on a large array: MPIUCC_THREADS, else
+    the cores this process may run on (shared among the local ranks when unbound)."""
+    return _ext.default_threads()
 
 
 def simd_level() -> str:

@@ -38,10 +38,11 @@ class _MpiuccCodec(Codec):
         return bytes(api.compress(buf, self._codec, dtype=self.dtype, **self._options()))
 
     def decode(self, buf: Any, out: Any = None) -> Any:
+        threads = getattr(self, "threads", None)  # EBQ's; the others run on one thread
         if out is None:  # the default limit of pycodecs.decompress applies
-            return api.decompress(buf)
+            return api.decompress(buf, threads=threads)
         try:
-            return api.decompress(buf, out=out)
+            return api.decompress(buf, out=out, threads=threads)
         except (TypeError, ValueError):  # another layout or a byte buffer: copy into it
             pass
         h = api.header(buf)  # out's size is the limit: nothing larger is ever allocated
@@ -81,6 +82,7 @@ class EBQ(_MpiuccCodec):
         predictor: str = "none",
         checksum: bool = False,
         dtype: str | None = None,
+        threads: int | None = None,
     ):
         self.error_bound = float(error_bound)
         self.mode = mode
@@ -88,6 +90,7 @@ class EBQ(_MpiuccCodec):
         self.predictor = predictor
         self.checksum = bool(checksum)
         self.dtype = dtype
+        self.threads = threads  # at most this many; None: the library's default
         self._validate()
 
     def _options(self) -> dict[str, Any]:
@@ -97,6 +100,7 @@ class EBQ(_MpiuccCodec):
             "level": self.level,
             "predictor": self.predictor,
             "checksum": self.checksum,
+            "threads": self.threads,
         }
 
 

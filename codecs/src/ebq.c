@@ -3,7 +3,7 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "ebq.h"
+#include "ebq_segments.h"
 
 /* ---- outlier records: [varint gap][value, es bytes], gap = pos - previous pos - 1 ---- */
 
@@ -153,6 +153,43 @@ static double finite_rms(mpiucc_dtype t, const void *src, const void *residual, 
     return top * sqrt(sum / (double)count);
 }
 
+/* The finite minimum and maximum over threads: exact, so the order of the parts is free
+ * (only the sign of a zero may differ, which no use of them sees). */
+typedef struct {
+    mpiucc_dtype t;
+    const uint8_t *src, *residual;
+    size_t n, es;
+    int parts;
+    double mn[MPIUCC_MAX_THREADS], mx[MPIUCC_MAX_THREADS];
+    int any[MPIUCC_MAX_THREADS];
+} minmax_job;
+
+static void minmax_part(void *ctx, int t) {
+    minmax_job *J = (minmax_job *)ctx;
+    size_t i0 = J->n * (size_t)t / (size_t)J->parts, i1 = J->n * (size_t)(t + 1) / (size_t)J->parts;
+    J->mn[t] = J->mx[t] = 0;
+    J->any[t] = ebq_kernels_now()->minmax(J->t, J->src + i0 * J->es,
+                                          J->residual ? J->residual + i0 * J->es : NULL,
+                                          i1 - i0, &J->mn[t], &J->mx[t]);
+}
+
+static int finite_minmax(mpiucc_dtype t, const void *src, const void *residual, size_t n,
+                         unsigned threads, double *mn, double *mx) {
+    int parts = mpiucc_threads_for(threads, n);
+    if (parts == 1) return n ? ebq_kernels_now()->minmax(t, src, residual, n, mn, mx) : 0;
+    minmax_job J = {t, (const uint8_t *)src, (const uint8_t *)residual, n,
+                    mpiucc_dtype_size(t), parts, {0}, {0}, {0}};
+    mpiucc_parallel(parts, minmax_part, &J);
+    int any = 0;
+    for (int k = 0; k < parts; k++) {
+        if (!J.any[k]) continue;
+        if (!any || J.mn[k] < *mn) *mn = J.mn[k];
+        if (!any || J.mx[k] > *mx) *mx = J.mx[k];
+        any = 1;
+    }
+    return any;
+}
+
 void ebq_make_grid(const mpiucc_params *p, const void *src, const void *residual, size_t n,
                    ebq_grid *g) {
     g->dtype = (mpiucc_dtype)p->dtype;
@@ -160,7 +197,7 @@ void ebq_make_grid(const mpiucc_params *p, const void *src, const void *residual
     double eb = p->error_bound;
     if (p->mode != MPIUCC_MODE_ABS) {
         double mn = 0, mx = 0;
-        int any = n ? ebq_kernels_now()->minmax(g->dtype, src, residual, n, &mn, &mx) : 0;
+        int any = finite_minmax(g->dtype, src, residual, n, p->threads, &mn, &mx);
         if (p->mode == MPIUCC_MODE_REL)
             eb *= any ? mx - mn : 0.0;
         else {
@@ -199,7 +236,7 @@ mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uin
     w->dense = dense;
     w->sink.lo = w->sink.top = out + capacity;
     w->sink.es = es;
-    size_t head = dense ? EBQ_DENSE_SUBHEADER : EBQ_SUBHEADER + ebq_nblocks(n);
+    size_t head = dense ? (size_t)ebq_dense_head(2, n) : EBQ_SUBHEADER + ebq_nblocks(n);
     if (capacity < head) return MPIUCC_ERR_CAPACITY;
     w->widths = out + EBQ_SUBHEADER;
     w->start = w->op = out + head;
@@ -235,10 +272,10 @@ mpiucc_status ebq_writer_finish(ebq_writer *w, size_t *size) {
 }
 
 mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload,
-                              uint8_t *scratch, size_t scratch_size) {
+                              uint8_t *scratch, size_t scratch_size, unsigned threads) {
     memset(r, 0, offsetof(ebq_reader, chunk)); /* not the chunk and decoder (48 KiB) */
     if ((h->aux & 0xff) == MPIUCC_LEVEL_DENSE)
-        return ebq_dense_reader_init(r, h, payload, scratch, scratch_size);
+        return ebq_dense_reader_init(r, h, payload, scratch, scratch_size, threads);
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype), nb = ebq_nblocks(n);
     uint64_t ps = h->payload_size;
     if (ps < EBQ_SUBHEADER || ps - EBQ_SUBHEADER < nb) return MPIUCC_ERR_CORRUPT;
@@ -268,6 +305,65 @@ static size_t ebq_payload_bound(const mpiucc_params *p, size_t n) {
     return EBQ_SUBHEADER + ebq_nblocks(n) * (1 + 4 * EBQ_ENCODE_MAX_WIDTH) + outl;
 }
 
+/* Quantize elements [i0, i1) into w (prev: the index before i0). */
+static void encode_range(const ebq_grid *g, const void *src, void *residual, size_t i0,
+                         size_t i1, int32_t prev, ebq_writer *w) {
+    const ebq_kernels *k = ebq_kernels_now();
+    uint32_t z[EBQ_CHUNK], ors[EBQ_CHUNK / EBQ_BLOCK];
+    for (; i0 < i1; i0 += EBQ_CHUNK) {
+        size_t m = i1 - i0 < EBQ_CHUNK ? i1 - i0 : EBQ_CHUNK;
+        k->quantize(g, src, residual, i0, m, &prev, z, ors, NULL, &w->sink);
+        for (size_t b = 0; b * EBQ_BLOCK < m; b++) {
+            if (!ebq_writer_put(w, z + b * EBQ_BLOCK, ors[b])) w->sink.full = 1;
+        }
+        if (w->sink.full) break;
+    }
+}
+
+/* The index of element i of src (+ residual) as the kernels decide it (0 for an outlier). */
+static int32_t index_at(const ebq_grid *g, const void *src, const void *residual, size_t i) {
+    int32_t q;
+    if (g->dtype == MPIUCC_DTYPE_F32) {
+        float v = ((const float *)src)[i], y;
+        if (residual) v += ((const float *)residual)[i];
+        ebq_decide_f32(g, v, &q, &y);
+    } else {
+        double v = ((const double *)src)[i], y;
+        if (residual) v += ((const double *)residual)[i];
+        ebq_decide_f64(g, v, &q, &y);
+    }
+    return q;
+}
+
+typedef struct {
+    ebq_segs segs;
+    const ebq_grid *g;
+    const void *src;
+    void *residual;
+} encode_job;
+
+static void encode_segment(void *ctx, int t) {
+    encode_job *J = (encode_job *)ctx;
+    ebq_seg *s = &J->segs.seg[t];
+    encode_range(J->g, J->src, J->residual, s->i0, s->i1, s->prev, s->w);
+}
+
+mpiucc_status ebq_encode_threads(const ebq_grid *g, const void *src, void *residual, size_t n,
+                                 ebq_writer *w, int threads, size_t *size) {
+    encode_job J;
+    J.g = g;
+    J.src = src;
+    J.residual = residual;
+    if (!ebq_segs_open(&J.segs, w, n, threads)) return MPIUCC_ERR_NOMEM;
+    /* Before any thread writes a residual: the indices the DELTA predictor starts from. */
+    for (int t = 0; t < threads; t++)
+        J.segs.seg[t].prev = g->delta && t ? index_at(g, src, residual, J.segs.seg[t].i0 - 1) : 0;
+    mpiucc_parallel(threads, encode_segment, &J);
+    mpiucc_status st = ebq_segs_merge(&J.segs, n, size);
+    ebq_segs_close(&J.segs);
+    return st;
+}
+
 static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *residual,
                                 size_t n, uint8_t *out, size_t capacity, size_t *size,
                                 mpiucc_header *h) {
@@ -279,20 +375,21 @@ static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *r
     h->param = g.step;
     h->block = EBQ_BLOCK;
     h->aux = p->level | p->predictor << 8;
+    if (p->level == MPIUCC_LEVEL_DENSE) h->version = 2; /* segmented rANS streams */
     ebq_writer w;
     mpiucc_status st = ebq_writer_init(&w, p->level == MPIUCC_LEVEL_DENSE, n, g.es, out, capacity);
     if (st != MPIUCC_OK) return st;
-    const ebq_kernels *k = ebq_kernels_now();
-    uint32_t z[EBQ_CHUNK], ors[EBQ_CHUNK / EBQ_BLOCK];
-    int32_t prev = 0;
-    for (size_t i0 = 0; i0 < n; i0 += EBQ_CHUNK) {
-        size_t m = n - i0 < EBQ_CHUNK ? n - i0 : EBQ_CHUNK;
-        k->quantize(&g, src, residual, i0, m, &prev, z, ors, NULL, &w.sink);
-        for (size_t b = 0; b * EBQ_BLOCK < m; b++) {
-            if (!ebq_writer_put(&w, z + b * EBQ_BLOCK, ors[b])) w.sink.full = 1;
+    w.threads = p->threads;
+    int threads = mpiucc_threads_for(p->threads, n);
+    if (threads > 1) {
+        st = ebq_encode_threads(&g, src, residual, n, &w, threads, size);
+        if (st != MPIUCC_ERR_NOMEM) {
+            ebq_writer_free(&w);
+            if (w.sink.nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
+            return st;
         }
-        if (w.sink.full) break;
     }
+    encode_range(&g, src, residual, 0, n, 0, &w);
     if (w.sink.nonfinite) h->flags |= MPIUCC_FLAG_NONFINITE;
     return ebq_writer_finish(&w, size);
 }
@@ -304,7 +401,9 @@ static mpiucc_status ebq_check_header(const mpiucc_header *h) {
     if (h->block != EBQ_BLOCK || (h->aux >> 16) || level > MPIUCC_LEVEL_DENSE ||
         pred > MPIUCC_PREDICTOR_DELTA || !(h->param > 0) || !(h->param <= DBL_MAX))
         return MPIUCC_ERR_CORRUPT;
-    uint64_t head = level ? EBQ_DENSE_SUBHEADER : EBQ_SUBHEADER + ebq_nblocks(h->count);
+    if (h->version == 2 && level != MPIUCC_LEVEL_DENSE) return MPIUCC_ERR_CORRUPT;
+    uint64_t head =
+        level ? ebq_dense_head(h->version, h->count) : EBQ_SUBHEADER + ebq_nblocks(h->count);
     if (h->payload_size < head) return MPIUCC_ERR_CORRUPT;
     return MPIUCC_OK;
 }
@@ -328,15 +427,48 @@ static void patch_outliers(const ebq_grid *g, const uint8_t *rec, uint64_t k, vo
     }
 }
 
-static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *payload,
-                                        void *dst, int add, uint8_t *scratch,
-                                        size_t scratch_size) {
+typedef struct {
+    ebq_segs segs;
+    const ebq_grid *g;
+    const uint8_t *widths, *end;
+    const uint8_t *packed[MPIUCC_MAX_THREADS]; /* each segment's first packed block */
+    uint8_t *dst;
+    int add;
+} decode_job;
+
+static void decode_segment(void *ctx, int t) {
+    decode_job *J = (decode_job *)ctx;
+    ebq_seg *s = &J->segs.seg[t];
+    ebq_kernels_now()->decode(J->g, J->widths + s->i0 / EBQ_BLOCK, J->packed[t], J->end,
+                              s->i1 - s->i0, J->dst + s->i0 * J->g->es, J->add);
+}
+
+/* The fast blocks of a validated payload without predictor, over threads. */
+static void decode_fast_threads(const ebq_grid *g, const ebq_reader *r, size_t n, void *dst,
+                                int add, int threads) {
+    decode_job J = {.g = g, .widths = r->widths, .end = r->end, .dst = (uint8_t *)dst,
+                    .add = add};
+    ebq_segs_bounds(&J.segs, n, threads);
+    const uint8_t *p = r->packed;
+    for (int t = 0, b = 0; t < threads; t++) {
+        for (size_t b1 = J.segs.seg[t].i0 / EBQ_BLOCK; (size_t)b < b1; b++) p += 4u * r->widths[b];
+        J.packed[t] = p;
+    }
+    mpiucc_parallel(threads, decode_segment, &J);
+}
+
+mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                 int add, uint8_t *scratch, size_t scratch_size,
+                                 unsigned threads) {
     ebq_reader r; /* everything is validated before any write */
-    mpiucc_status st = ebq_reader_init(&r, h, payload, scratch, scratch_size);
+    mpiucc_status st = ebq_reader_init(&r, h, payload, scratch, scratch_size, threads);
     if (st != MPIUCC_OK) return st;
     ebq_grid g;
     ebq_grid_from_header(h, &g);
-    if (!r.dense) {
+    int nt = r.dense || g.delta ? 1 : mpiucc_threads_for(threads, h->count);
+    if (nt > 1) {
+        decode_fast_threads(&g, &r, h->count, dst, add, nt);
+    } else if (!r.dense) {
         ebq_kernels_now()->decode(&g, r.widths, r.packed, r.end, h->count, dst, add);
     } else {
         const ebq_kernels *k = ebq_kernels_now();
@@ -352,9 +484,15 @@ static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *p
     return MPIUCC_OK;
 }
 
+static mpiucc_status ebq_decode_scratch(const mpiucc_header *h, const uint8_t *payload,
+                                        void *dst, int add, uint8_t *scratch,
+                                        size_t scratch_size) {
+    return ebq_decode_threads(h, payload, dst, add, scratch, scratch_size, 0);
+}
+
 static mpiucc_status ebq_decode(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                 int add) {
-    return ebq_decode_scratch(h, payload, dst, add, NULL, 0);
+    return ebq_decode_threads(h, payload, dst, add, NULL, 0, 0);
 }
 
 static size_t ebq_scratch_size(const mpiucc_header *h) {
@@ -374,7 +512,7 @@ mpiucc_status mpiucc_ebq_quantize(const mpiucc_params *params, const void *src, 
         (outlier_capacity && !outlier_pos) || params->codec != MPIUCC_CODEC_EBQ ||
         params->mode != MPIUCC_MODE_ABS)
         return MPIUCC_ERR_ARG;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 6; i++)
         if (params->reserved[i]) return MPIUCC_ERR_ARG;
     mpiucc_params p = *params; /* level and predictor play no part here */
     p.level = MPIUCC_LEVEL_FAST;

@@ -15,7 +15,8 @@
 #define EBQ_BLOCK 32           /* indices per width byte */
 #define EBQ_CHUNK 256          /* elements per call of a quantize kernel (8 blocks) */
 #define EBQ_SUBHEADER 16       /* fast level: outlier count, packed size (u64 each) */
-#define EBQ_DENSE_SUBHEADER 24 /* dense level: outlier count, escape size, rANS size */
+#define EBQ_DENSE_SUBHEADER 24 /* dense level v1: outlier count, escape size, rANS size */
+#define EBQ_DENSE_SEGMENT ((size_t)1 << 20) /* dense level v2: symbols per rANS stream */
 #define EBQ_MAX_Q 16777216     /* |q| < 2^24, else the element is an outlier */
 #define EBQ_ENCODE_MAX_WIDTH 26 /* widest block a fresh encode can write (DELTA) */
 #define EBQ_MAX_EB 0x1p1022    /* larger bounds are lowered to this (step stays finite) */
@@ -249,6 +250,7 @@ typedef struct {
     size_t n;        /* elements */
     size_t nb;       /* blocks written */
     int dense;
+    unsigned threads; /* dense: threads for the rANS streams (0: the default) */
     ebq_sink sink;
 } ebq_writer;
 mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uint8_t *out,
@@ -281,18 +283,25 @@ typedef struct {
     size_t n, b;                    /* elements, next block */
     int dense;
     size_t chunk_end;               /* dense: element after the last decoded symbol */
+    int v2;                         /* dense: format v2, one rANS stream per segment */
+    const uint8_t *rans, *sizes;    /* dense v2: the streams, their sizes (u64 each) */
+    const uint8_t *seg_at;          /* dense v2: the stream of the segment after the current */
+    size_t seg;                     /* dense v2: that segment's index */
     const uint8_t *sym;             /* dense, one pass: every symbol (caller's scratch) */
     uint8_t chunk[EBQ_DENSE_CHUNK]; /* dense: symbols from chunk_end - its length on */
     mpiucc_rans_decoder dec;        /* dense: the symbols' decoder */
 } ebq_reader;
 /* Validate the whole payload (nothing is read out of bounds later) and set up r. A dense
- * payload with scratch of at least count bytes is decoded once into it; with less (or NULL)
- * it is decoded twice, chunk by chunk (validation, then the blocks). */
+ * payload with scratch of at least count bytes is decoded once into it (v2: its segments on up
+ * to threads threads); with less (or NULL) it is decoded twice, chunk by chunk (validation,
+ * then the blocks). */
 mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8_t *payload,
-                              uint8_t *scratch, size_t scratch_size);
+                              uint8_t *scratch, size_t scratch_size, unsigned threads);
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
                                     const uint8_t *payload, uint8_t *scratch,
-                                    size_t scratch_size);
+                                    size_t scratch_size, unsigned threads);
+/* Bytes of the dense sub-header of a frame version (v2: with its table of stream sizes). */
+uint64_t ebq_dense_head(uint32_t version, uint64_t n);
 /* z of the next block (32 values, zero past the element count). */
 void ebq_dense_block(ebq_reader *r, uint32_t *z);
 static inline void ebq_reader_block(ebq_reader *r, uint32_t *z) {
@@ -307,7 +316,7 @@ static inline void ebq_reader_block(ebq_reader *r, uint32_t *z) {
 }
 
 /* ---- the dense level (ebq_dense.c; needs entropy.h) ---- */
-/* Payload bound without the outlier records. */
+/* Payload bound (format v2) without the outlier records. */
 size_t ebq_dense_payload_bound(size_t n, size_t es);
 /* Entropy-code the symbols and write the sub-header (ebq_writer_finish's dense part). */
 mpiucc_status ebq_dense_finish(ebq_writer *w);

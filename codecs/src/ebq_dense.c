@@ -1,21 +1,34 @@
 /* ebq_dense.c: the dense level of ebq. The same indices as the fast level (same quantize
  * kernel, same predictor, same zigzag values z), coded as byte symbols min(z, 255) through
  * the rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
- * Payload: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
- * stream, outlier records (as the fast level). Encoding allocates one scratch buffer of
- * count bytes (the symbols) per call; decoding allocates nothing: it validates the whole
- * stream chunk by chunk first, then decodes it again as the blocks are read. */
+ * Payload v1: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
+ * stream, outlier records (as the fast level). Payload v2 (written today): outlier count,
+ * escape size, then the size of each segment's rANS stream (segments of EBQ_DENSE_SEGMENT
+ * symbols), escapes, the streams in order, outlier records. Encoding allocates the symbols
+ * (count bytes) and, on threads, a buffer per stream; decoding allocates nothing: it validates
+ * the whole stream chunk by chunk first, then decodes it again as the blocks are read. */
 #include <stdlib.h>
 
 #include "ebq.h"
+#include "threads.h"
 
 #define ESC 255u
 #define ESC_MAX_BYTES 5 /* varint of a value below 2^32 */
 
+static size_t segments_of(uint64_t n) {
+    return (size_t)(n / EBQ_DENSE_SEGMENT + (n % EBQ_DENSE_SEGMENT != 0));
+}
+
+uint64_t ebq_dense_head(uint32_t version, uint64_t n) {
+    return version == 1 ? EBQ_DENSE_SUBHEADER : 16 + 8 * (uint64_t)segments_of(n);
+}
+
 size_t ebq_dense_payload_bound(size_t n, size_t es) {
     (void)es;
-    size_t r = mpiucc_rans_bound(n);
-    return r > SIZE_MAX / 2 - ESC_MAX_BYTES * n ? 0 : EBQ_DENSE_SUBHEADER + ESC_MAX_BYTES * n + r;
+    size_t r = mpiucc_rans_bound(n) + segments_of(n); /* rans_bound(m) = m + 1 per stream */
+    return r > SIZE_MAX / 2 - ESC_MAX_BYTES * n
+               ? 0
+               : (size_t)ebq_dense_head(2, n) + ESC_MAX_BYTES * n + r;
 }
 
 int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
@@ -44,15 +57,68 @@ int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
     return 1;
 }
 
+/* The rANS streams of the segments, each into a buffer of its own, on threads. */
+typedef struct {
+    const uint8_t *sym;
+    size_t n, nseg;
+    uint8_t **buf;
+    size_t *size;
+    mpiucc_status *st;
+    int threads;
+} streams_job;
+
+static void encode_streams(void *ctx, int t) {
+    streams_job *J = (streams_job *)ctx;
+    for (size_t s = J->nseg * (size_t)t / (size_t)J->threads;
+         s < J->nseg * (size_t)(t + 1) / (size_t)J->threads; s++) {
+        size_t i0 = s * EBQ_DENSE_SEGMENT, m = J->n - i0 < EBQ_DENSE_SEGMENT ? J->n - i0
+                                                                          : EBQ_DENSE_SEGMENT;
+        J->st[s] = mpiucc_rans_encode(J->sym + i0, m, J->buf[s], mpiucc_rans_bound(m), &J->size[s]);
+    }
+}
+
+static mpiucc_status finish_threads(ebq_writer *w, size_t nseg, int threads) {
+    streams_job J = {w->sym, w->n, nseg, NULL, NULL, NULL, threads};
+    J.buf = (uint8_t **)calloc(nseg, sizeof *J.buf);
+    J.size = (size_t *)calloc(nseg, sizeof *J.size);
+    J.st = (mpiucc_status *)calloc(nseg, sizeof *J.st);
+    mpiucc_status st = J.buf && J.size && J.st ? MPIUCC_OK : MPIUCC_ERR_NOMEM;
+    for (size_t s = 0; s < nseg && st == MPIUCC_OK; s++)
+        if (!(J.buf[s] = (uint8_t *)malloc(mpiucc_rans_bound(EBQ_DENSE_SEGMENT)))) st = MPIUCC_ERR_NOMEM;
+    if (st == MPIUCC_OK) mpiucc_parallel(threads, encode_streams, &J);
+    for (size_t s = 0; s < nseg && st == MPIUCC_OK; s++) {
+        st = J.st[s];
+        if (st == MPIUCC_OK && (size_t)(w->sink.lo - w->op) < J.size[s]) st = MPIUCC_ERR_CAPACITY;
+        if (st != MPIUCC_OK) break;
+        memcpy(w->op, J.buf[s], J.size[s]);
+        w->op += J.size[s];
+        mpiucc_put_u64(w->out + 16 + 8 * s, J.size[s]);
+    }
+    for (size_t s = 0; J.buf && s < nseg; s++) free(J.buf[s]);
+    free(J.buf);
+    free(J.size);
+    free(J.st);
+    return st;
+}
+
 mpiucc_status ebq_dense_finish(ebq_writer *w) {
-    size_t esc = (size_t)(w->op - w->start), rsize = 0;
-    mpiucc_status st =
-        mpiucc_rans_encode(w->sym, w->n, w->op, (size_t)(w->sink.lo - w->op), &rsize);
+    size_t esc = (size_t)(w->op - w->start), nseg = segments_of(w->n);
+    int threads = mpiucc_threads_for(w->threads, w->n);
+    if ((size_t)threads > nseg) threads = (int)nseg;
+    mpiucc_status st = threads > 1 ? finish_threads(w, nseg, threads) : MPIUCC_ERR_NOMEM;
+    if (st == MPIUCC_ERR_NOMEM) {
+        st = MPIUCC_OK;
+        for (size_t s = 0; s < nseg && st == MPIUCC_OK; s++) {
+            size_t i0 = s * EBQ_DENSE_SEGMENT, rsize = 0;
+            size_t m = w->n - i0 < EBQ_DENSE_SEGMENT ? w->n - i0 : EBQ_DENSE_SEGMENT;
+            st = mpiucc_rans_encode(w->sym + i0, m, w->op, (size_t)(w->sink.lo - w->op), &rsize);
+            w->op += rsize;
+            mpiucc_put_u64(w->out + 16 + 8 * s, rsize);
+        }
+    }
     if (st != MPIUCC_OK) return st == MPIUCC_ERR_ARG ? st : MPIUCC_ERR_CAPACITY;
-    w->op += rsize;
     mpiucc_put_u64(w->out, w->sink.count);
     mpiucc_put_u64(w->out + 8, esc);
-    mpiucc_put_u64(w->out + 16, rsize);
     return MPIUCC_OK;
 }
 
@@ -72,35 +138,107 @@ static int read_escape(const uint8_t **p, const uint8_t *end, uint32_t *v) {
     return 0;
 }
 
-/* The symbols of elements [i0, i0 + m) into r->chunk (m <= EBQ_DENSE_CHUNK). */
+/* v2: the decoder of the next segment's stream (validated sizes). */
+static mpiucc_status next_segment(ebq_reader *r) {
+    size_t i0 = r->seg * EBQ_DENSE_SEGMENT, m = r->n - i0 < EBQ_DENSE_SEGMENT ? r->n - i0
+                                                                          : EBQ_DENSE_SEGMENT;
+    uint64_t size = mpiucc_get_u64(r->sizes + 8 * r->seg);
+    mpiucc_status st = mpiucc_rans_decoder_init(&r->dec, r->seg_at, (size_t)size, m);
+    r->seg_at += size;
+    r->seg++;
+    return st;
+}
+
+/* The symbols of elements [i0, i0 + m) into r->chunk (m <= EBQ_DENSE_CHUNK; v2: within one
+ * segment, whose decoder is opened at its first chunk). */
 static mpiucc_status next_chunk(ebq_reader *r, size_t i0, size_t m) {
     r->chunk_end = i0 + m;
+    if (r->v2 && i0 % EBQ_DENSE_SEGMENT == 0) {
+        if (i0 && mpiucc_rans_decoder_finish(&r->dec) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
+        if (next_segment(r) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
+    }
     return mpiucc_rans_decoder_next(&r->dec, r->chunk, m);
+}
+
+/* v2, one pass: every segment's stream into the scratch, on threads. */
+typedef struct {
+    const ebq_reader *r;
+    uint8_t *scratch;
+    const uint8_t *stream[MPIUCC_MAX_THREADS + 1]; /* first stream of each part */
+    size_t first[MPIUCC_MAX_THREADS + 1];          /* first segment of each part */
+    int bad[MPIUCC_MAX_THREADS];
+} decode_job;
+
+static void decode_streams(void *ctx, int t) {
+    decode_job *J = (decode_job *)ctx;
+    const uint8_t *p = J->stream[t];
+    for (size_t s = J->first[t]; s < J->first[t + 1]; s++) {
+        size_t i0 = s * EBQ_DENSE_SEGMENT, m = J->r->n - i0 < EBQ_DENSE_SEGMENT
+                                                   ? J->r->n - i0
+                                                   : EBQ_DENSE_SEGMENT;
+        uint64_t size = mpiucc_get_u64(J->r->sizes + 8 * s);
+        J->bad[t] |= mpiucc_rans_decode(p, (size_t)size, J->scratch + i0, m) != MPIUCC_OK;
+        p += size;
+    }
+}
+
+static int decode_all(const ebq_reader *r, uint8_t *scratch, unsigned threads) {
+    size_t nseg = segments_of(r->n);
+    int parts = mpiucc_threads_for(threads, r->n);
+    if ((size_t)parts > nseg) parts = nseg ? (int)nseg : 1;
+    decode_job J;
+    J.r = r;
+    J.scratch = scratch;
+    const uint8_t *p = r->rans;
+    size_t s = 0;
+    for (int t = 0; t <= parts; t++) {
+        size_t first = nseg * (size_t)t / (size_t)parts;
+        for (; s < first; s++) p += mpiucc_get_u64(r->sizes + 8 * s);
+        J.first[t] = first;
+        J.stream[t] = p;
+        if (t < parts) J.bad[t] = 0;
+    }
+    mpiucc_parallel(parts, decode_streams, &J);
+    for (int t = 0; t < parts; t++)
+        if (J.bad[t]) return 0;
+    return 1;
 }
 
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
                                     const uint8_t *payload, uint8_t *scratch,
-                                    size_t scratch_size) {
+                                    size_t scratch_size, unsigned threads) {
     size_t n = h->count, es = mpiucc_dtype_size((mpiucc_dtype)h->dtype);
-    uint64_t ps = h->payload_size;
-    if (ps < EBQ_DENSE_SUBHEADER) return MPIUCC_ERR_CORRUPT;
-    uint64_t rest = ps - EBQ_DENSE_SUBHEADER, esize = mpiucc_get_u64(payload + 8),
-             rsize = mpiucc_get_u64(payload + 16);
+    uint64_t ps = h->payload_size, head = ebq_dense_head(h->version, n);
+    if (ps < head) return MPIUCC_ERR_CORRUPT;
+    uint64_t rest = ps - head, esize = mpiucc_get_u64(payload + 8), rsize = 0;
     r->dense = 1;
     r->n = n;
+    r->v2 = h->version == 2;
     r->n_outliers = mpiucc_get_u64(payload);
+    if (r->v2) { /* the streams' sizes, summed without overflow */
+        r->sizes = payload + 16;
+        for (size_t s = 0; s < segments_of(n); s++) {
+            uint64_t z = mpiucc_get_u64(r->sizes + 8 * s);
+            if (z > rest || rsize > rest - z) return MPIUCC_ERR_CORRUPT;
+            rsize += z;
+        }
+    } else {
+        rsize = mpiucc_get_u64(payload + 16);
+    }
     if (esize > rest || rsize > rest - esize || r->n_outliers > n ||
         r->n_outliers > (rest - esize - rsize) / (es + 1))
         return MPIUCC_ERR_CORRUPT;
-    r->esc = payload + EBQ_DENSE_SUBHEADER;
+    r->esc = payload + head;
     const uint8_t *rans = r->esc + esize;
+    r->rans = r->seg_at = rans;
     r->outliers = rans + rsize;
     r->end = payload + ps;
     mpiucc_status st = ebq_check_outliers(r->outliers, r->end, r->n_outliers, n, es);
     if (st != MPIUCC_OK) return st;
     const uint8_t *p = r->esc;
     if (scratch && scratch_size >= n) { /* one pass: every symbol into the caller's scratch */
-        if (mpiucc_rans_decode(rans, (size_t)rsize, scratch, n) != MPIUCC_OK)
+        if (r->v2 ? !decode_all(r, scratch, threads)
+                  : mpiucc_rans_decode(rans, (size_t)rsize, scratch, n) != MPIUCC_OK)
             return MPIUCC_ERR_CORRUPT;
         for (const uint8_t *s = scratch; n && (s = memchr(s, ESC, (size_t)(scratch + n - s)));
              s++) {
@@ -111,7 +249,7 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
         return p == rans ? MPIUCC_OK : MPIUCC_ERR_CORRUPT;
     }
     /* Pass 1: the whole rANS stream and every escape, so that nothing is written on error. */
-    if (mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n) != MPIUCC_OK)
+    if (!r->v2 && mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n) != MPIUCC_OK)
         return MPIUCC_ERR_CORRUPT;
     for (size_t i0 = 0; i0 < n; i0 += EBQ_DENSE_CHUNK) {
         size_t m = n - i0 < EBQ_DENSE_CHUNK ? n - i0 : EBQ_DENSE_CHUNK;
@@ -122,10 +260,13 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
             if (!read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
         }
     }
-    if (mpiucc_rans_decoder_finish(&r->dec) != MPIUCC_OK || p != rans) return MPIUCC_ERR_CORRUPT;
-    /* Pass 2 decodes the same stream again, block by block. */
+    if ((n || !r->v2) && mpiucc_rans_decoder_finish(&r->dec) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
+    if (p != rans) return MPIUCC_ERR_CORRUPT;
+    /* Pass 2 decodes the same streams again, block by block. */
     r->chunk_end = 0;
-    return mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n);
+    r->seg = 0;
+    r->seg_at = rans;
+    return r->v2 ? MPIUCC_OK : mpiucc_rans_decoder_init(&r->dec, rans, (size_t)rsize, n);
 }
 
 void ebq_dense_block(ebq_reader *r, uint32_t *z) {

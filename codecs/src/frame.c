@@ -40,7 +40,7 @@ static mpiucc_status check_params(const mpiucc_params *p, const mpiucc_codec_imp
     if (!p || mpiucc_dtype_size((mpiucc_dtype)p->dtype) == 0 ||
         (p->flags & ~MPIUCC_FLAG_PAYLOAD_CHECKSUM))
         return MPIUCC_ERR_ARG;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 6; i++)
         if (p->reserved[i]) return MPIUCC_ERR_ARG;
     if (p->codec >= MPIUCC_CODEC_COUNT_) return MPIUCC_ERR_ARG;
     *impl = codec_of(p->codec);
@@ -81,7 +81,7 @@ static mpiucc_status compress_frame(const mpiucc_params *params, const void *src
     if (!dst || !dst_size || (count && !src)) return MPIUCC_ERR_ARG;
     if (dst_capacity < MPIUCC_HEADER_SIZE) return MPIUCC_ERR_CAPACITY;
     uint8_t *out = (uint8_t *)dst;
-    mpiucc_header h = {MPIUCC_FORMAT_VERSION, params->codec, params->dtype,
+    mpiucc_header h = {1, params->codec, params->dtype, /* ebq dense makes it 2 */
                        params->flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM, count, 0, 0, 0, 0, 0, 0};
     size_t payload = 0;
     st = impl->encode(params, src, residual, count, out + MPIUCC_HEADER_SIZE,
@@ -127,7 +127,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
     h.block = mpiucc_get_u32(p + 40);
     h.aux = mpiucc_get_u32(p + 44);
     h.payload_checksum = mpiucc_get_u32(p + 56);
-    if (h.version != MPIUCC_FORMAT_VERSION) return MPIUCC_ERR_VERSION;
+    if (h.version < 1 || h.version > MPIUCC_FORMAT_VERSION) return MPIUCC_ERR_VERSION;
     if (mpiucc_get_u64(p + 48) != 0 || (h.flags & ~MPIUCC_FLAGS_KNOWN_) ||
         mpiucc_dtype_size((mpiucc_dtype)h.dtype) == 0 || h.count > (UINT64_MAX >> 4) ||
         isnan(h.bound) || h.bound < 0)
@@ -137,6 +137,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
     const mpiucc_codec_impl *impl = codec_of(h.codec);
     if (h.codec >= MPIUCC_CODEC_COUNT_) return MPIUCC_ERR_CORRUPT;
     if (!impl) return MPIUCC_ERR_UNSUPPORTED;
+    if (h.version == 2 && h.codec != MPIUCC_CODEC_EBQ) return MPIUCC_ERR_CORRUPT;
     if (h.payload_size > src_size - MPIUCC_HEADER_SIZE) return MPIUCC_ERR_TRUNCATED;
     mpiucc_status st = impl->check_header(&h);
     if (st != MPIUCC_OK) return st;
@@ -146,7 +147,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
 
 static mpiucc_status decompress_frame(const void *src, size_t src_size, void *dst,
                                       size_t dst_capacity, void *scratch, size_t scratch_size,
-                                      size_t *count, int add) {
+                                      size_t *count, int add, unsigned threads) {
     mpiucc_header h;
     mpiucc_status st = mpiucc_read_header(src, src_size, &h);
     if (st != MPIUCC_OK) return st;
@@ -158,21 +159,25 @@ static mpiucc_status decompress_frame(const void *src, size_t src_size, void *ds
         mpiucc_crc32c(0, payload, h.payload_size) != h.payload_checksum)
         return MPIUCC_ERR_PAYLOAD_CHECKSUM;
     const mpiucc_codec_impl *impl = codec_of(h.codec);
-    st = impl->decode_scratch && scratch
-             ? impl->decode_scratch(&h, payload, dst, add, (uint8_t *)scratch, scratch_size)
-             : impl->decode(&h, payload, dst, add);
+    if (h.codec == MPIUCC_CODEC_EBQ)
+        st = ebq_decode_threads(&h, payload, dst, add, (uint8_t *)scratch,
+                                scratch ? scratch_size : 0, threads);
+    else
+        st = impl->decode_scratch && scratch
+                 ? impl->decode_scratch(&h, payload, dst, add, (uint8_t *)scratch, scratch_size)
+                 : impl->decode(&h, payload, dst, add);
     if (st == MPIUCC_OK && count) *count = h.count;
     return st;
 }
 
 mpiucc_status mpiucc_decompress(const void *src, size_t src_size, void *dst,
                                 size_t dst_capacity, size_t *count) {
-    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 0);
+    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 0, 0);
 }
 
 mpiucc_status mpiucc_decompress_add(const void *src, size_t src_size, void *dst,
                                     size_t dst_capacity, size_t *count) {
-    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 1);
+    return decompress_frame(src, src_size, dst, dst_capacity, NULL, 0, count, 1, 0);
 }
 
 size_t mpiucc_decompress_scratch_size(const mpiucc_header *header) {
@@ -185,5 +190,13 @@ mpiucc_status mpiucc_decompress_scratch(const void *src, size_t src_size, void *
                                         size_t scratch_size, int add, size_t *count) {
     if (add != 0 && add != 1) return MPIUCC_ERR_ARG;
     return decompress_frame(src, src_size, dst, dst_capacity, scratch, scratch_size, count,
-                            add);
+                            add, 0);
+}
+
+mpiucc_status mpiucc_decompress_threads(const void *src, size_t src_size, void *dst,
+                                        size_t dst_capacity, void *scratch, size_t scratch_size,
+                                        int add, unsigned threads, size_t *count) {
+    if (add != 0 && add != 1) return MPIUCC_ERR_ARG;
+    return decompress_frame(src, src_size, dst, dst_capacity, scratch, scratch_size, count,
+                            add, threads);
 }

@@ -49,6 +49,11 @@ extern const mpiucc_codec_impl mpiucc_sign_impl;
 extern const mpiucc_codec_impl mpiucc_qsgd_impl;
 extern const mpiucc_codec_impl mpiucc_topk_impl;
 
+/* The ebq decoder on up to threads threads (0: the default). */
+mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload, void *dst,
+                                 int add, uint8_t *scratch, size_t scratch_size,
+                                 unsigned threads);
+
 /* Write the 64-byte header h (with its checksum) at dst; frames made outside
  * mpiucc_compress (ebq_add) use it too. */
 void mpiucc_write_header(uint8_t *dst, const mpiucc_header *h);

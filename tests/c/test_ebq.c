@@ -136,9 +136,17 @@ static void parse_frame(const uint8_t *f, size_t size, parsed *out) {
             for (size_t i = 1; i < n; i++)
                 out->q[i] = (int32_t)((uint32_t)out->q[i] + (uint32_t)out->q[i - 1]);
         rec = pl + 16 + nb + p0;
-    } else {
+    } else if (h.version == 1) {
         memcpy(&p1, pl + 16, 8);
         rec = pl + 24 + p0 + p1;
+    } else { /* v2: a stream size per segment of 2^20 symbols */
+        size_t nseg = (n + (1u << 20) - 1) >> 20;
+        for (size_t s = 0; s < nseg; s++) {
+            uint64_t z;
+            memcpy(&z, pl + 16 + 8 * s, 8);
+            p1 += z;
+        }
+        rec = pl + 16 + 8 * nseg + p0 + p1;
     }
     uint64_t pos = 0;
     for (uint64_t j = 0; j < k && j < MAXN; j++) {

@@ -41,15 +41,21 @@ static void test_crc_tables(void) {
     CHECK(mpiucc_crc32c(mpiucc_crc32c(0, buf, 100), buf + 100, 200) == crc_bitwise(buf, 300));
 }
 
-/* A valid dense frame of count zeros (f32): about 90 bytes whatever the count. */
+/* A valid dense frame of count zeros (f32): about 90 bytes whatever the count. Format v1:
+ * a v2 frame of one segment has the v1 payload, so the version byte is all that changes (v2
+ * needs 8 bytes per 2^20 elements: its count cannot grow without its payload). */
 static size_t dense_zeros(uint64_t count, uint8_t *frame, size_t cap) {
     float x[64] = {0};
     mpiucc_params p = MPIUCC_PARAMS_INIT;
     p.error_bound = 1e-3;
     p.level = MPIUCC_LEVEL_DENSE;
     size_t size = 0;
+    mpiucc_header h;
     CHECK_ST(mpiucc_compress(&p, x, 64, frame, cap, &size), MPIUCC_OK);
     mpiucc_put_u64(frame + 8, count);
+    mpiucc_put_u32(frame + 60, mpiucc_crc32c(0, frame, 60));
+    CHECK_ST(mpiucc_read_header(frame, size, &h), MPIUCC_ERR_CORRUPT); /* v2 */
+    frame[4] = 1;
     mpiucc_put_u32(frame + 60, mpiucc_crc32c(0, frame, 60));
     return size;
 }

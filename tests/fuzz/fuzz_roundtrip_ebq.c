@@ -4,7 +4,7 @@
  * set a raw f64 from bytes 2-9), then the elements. Aborts when a finite value comes back
  * outside the bound, a non-finite one not bit-exact, the header's bound is not the documented
  * one, compressing twice or on the generic and AVX2 paths gives different bytes, or error
- * feedback differs from compressing v = src + residual. */
+ * feedback differs from compressing v = src + residual, or three threads give other bytes. */
 #include <float.h>
 
 #include "fuzz_util.h"
@@ -152,9 +152,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_ASSERT(fg && fa && f2 && yg && ya);
     size_t sg = compress_at(MPIUCC_SIMD_GENERIC, &p, x, NULL, n, fg, cap);
     size_t sa = compress_at(MPIUCC_SIMD_AVX2, &p, x, NULL, n, fa, cap);
-    size_t s2 = compress_at(MPIUCC_SIMD_AVX2, &p, x, NULL, n, f2, sa); /* exact size suffices */
+    mpiucc_params p3 = p; /* three threads: segments of 256 elements from 512 elements on */
+    p3.threads = 3;
+    size_t s2 = compress_at(MPIUCC_SIMD_AVX2, &p3, x, NULL, n, f2, sa); /* exact size suffices */
     FZ_ASSERT(sg == sa && !memcmp(fg, fa, sa)); /* generic == AVX2 */
-    FZ_ASSERT(s2 == sa && !memcmp(f2, fa, sa)); /* deterministic */
+    FZ_ASSERT(s2 == sa && !memcmp(f2, fa, sa)); /* deterministic, whatever the threads */
     mpiucc_header h;
     FZ_ASSERT(mpiucc_read_header(fa, sa, &h) == MPIUCC_OK);
     double eb = expected_bound(&p, x, n, f64);
@@ -164,7 +166,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mpiucc_set_simd_level(MPIUCC_SIMD_GENERIC);
     FZ_ASSERT(mpiucc_decompress(fa, sa, yg, n * es, &cnt) == MPIUCC_OK && cnt == n);
     mpiucc_set_simd_level(MPIUCC_SIMD_AVX2);
-    FZ_ASSERT(mpiucc_decompress(fa, sa, ya, n * es, &cnt) == MPIUCC_OK && cnt == n);
+    FZ_ASSERT(mpiucc_decompress_threads(fa, sa, ya, n * es, NULL, 0, 0, 3, &cnt) == MPIUCC_OK &&
+              cnt == n);
     FZ_ASSERT(!memcmp(yg, ya, n * es));
     check_values(x, ya, n, f64, h.bound);
     if (opt & 0x20) check_ef(&p, x, n, f64, cap);

@@ -82,7 +82,8 @@ static inline void fz_decode_checked(const uint8_t *f, size_t size) {
         return;
     }
     size_t es = mpiucc_dtype_size((mpiucc_dtype)h.dtype);
-    FZ_ASSERT(h.version == MPIUCC_FORMAT_VERSION && h.codec < MPIUCC_CODEC_COUNT_ && es);
+    FZ_ASSERT(h.version >= 1 && h.version <= MPIUCC_FORMAT_VERSION);
+    FZ_ASSERT(h.codec < MPIUCC_CODEC_COUNT_ && es);
     FZ_ASSERT(h.count < ((uint64_t)1 << 60) && h.bound >= 0);
     FZ_ASSERT(h.payload_size <= size - MPIUCC_HEADER_SIZE);
     if (h.count > FZ_MAX_COUNT) {

@@ -6,7 +6,9 @@ For every case whose codec this build has, compresses a deterministic input and 
 frames/<name>.bin plus manifest.json (codec, params, input generator, sha256 of the input, of
 the frame and of the decoded values). test_golden.py checks that today's code makes the same
 bytes and decodes the stored frames to the same values. Codecs missing from the build are
-left out of the manifest (and reported).
+left out of the manifest (and reported). When a case's frame moves to a newer format version,
+its previous frame stays as a decode-only case, v<version>-<name> ("remake": false): older
+frames must keep decoding.
 """
 
 from __future__ import annotations
@@ -74,6 +76,12 @@ CASES = {
         f64(kind="smooth", specials=True),
     ),
     "ebq-f32-empty": ("ebq", {"error_bound": 1e-3}, f32(n=0)),
+    # format v2: two rANS segments of 2^20 symbols, mostly zeros so that the frame stays small
+    "ebq-f32-dense-segments": (
+        "ebq",
+        {"error_bound": 1e-3, "level": "dense"},
+        f32(n=(1 << 20) + 1000, scale=3e-4, specials=True),
+    ),
     "fp16-f32": ("fp16", {}, f32(specials=True)),
     "fp16-f64": ("fp16", {}, f64()),
     "bf16-f32": ("bf16", {}, f32(specials=True)),
@@ -133,14 +141,41 @@ def available(codec: str) -> bool:
     return True
 
 
+def older_frames(new_versions: dict[str, int]) -> list[dict]:
+    """Decode-only entries: those already kept, and the stored frames of cases whose new frame
+    has another format version (their files are copied to v<version>-<name>.bin)."""
+    if not MANIFEST.exists():
+        return []
+    kept = []
+    for e in json.loads(MANIFEST.read_text())["cases"]:
+        path = HERE / e["frame"]
+        if e.get("remake") is False:
+            kept.append(e)
+            continue
+        if not path.exists() or e["name"] not in new_versions:
+            continue
+        old = path.read_bytes()
+        if old[4] == new_versions[e["name"]]:
+            continue
+        name = f"v{old[4]}-{e['name']}"
+        (FRAMES / f"{name}.bin").write_bytes(old)
+        kept.append({**e, "name": name, "frame": f"frames/{name}.bin", "remake": False})
+    return kept
+
+
 def main() -> int:
     FRAMES.mkdir(exist_ok=True)
     entries, missing = [], set()
+    made = {}
+    for name, (codec, params, spec) in CASES.items():
+        if available(codec):
+            made[name] = compress_case(codec, params, spec)
+    kept = older_frames({name: frame[4] for name, frame in made.items()})
     for name, (codec, params, spec) in CASES.items():
         if not available(codec):
             missing.add(codec)
             continue
-        frame = compress_case(codec, params, spec)
+        frame = made[name]
         (FRAMES / f"{name}.bin").write_bytes(frame)
         decoded = pycodecs.decompress(frame)
         entries.append(
@@ -156,6 +191,7 @@ def main() -> int:
                 "decoded_sha256": sha256(decoded.tobytes()),
             }
         )
+    entries += kept
     for stale in FRAMES.glob("*.bin"):
         if stale.stem not in {e["name"] for e in entries}:
             stale.unlink()

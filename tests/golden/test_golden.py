@@ -47,6 +47,8 @@ def test_input_generator_unchanged(entry):
 
 
 def test_compressing_again_gives_the_same_bytes(entry):
+    if entry.get("remake") is False:
+        pytest.skip("a frame of an older format version: decoded, never made again")
     stored = (FRAMES.parent / entry["frame"]).read_bytes()
     before = pycodecs.simd_level()
     try:
@@ -79,6 +81,14 @@ def test_every_built_codec_has_golden_frames():
         f"codecs {unfrozen} are built but have no golden frames: "
         "run python tests/golden/make_golden.py"
     )
+
+
+def test_older_format_versions_still_decode():
+    """Version 1 dense frames (one rANS stream) are kept and checked above."""
+    old = [e for e in ENTRIES if e.get("remake") is False]
+    assert any(e["name"].startswith("v1-") and e["params"].get("level") == "dense" for e in old)
+    for e in old:
+        assert (FRAMES.parent / e["frame"]).read_bytes()[4] < pycodecs._ext.FORMAT_VERSION
 
 
 def test_manifest_matches_format_version():

@@ -75,7 +75,8 @@ def test_payload_damage_caught_by_checksum(codec):
 @pytest.mark.parametrize(
     "offset, value, status",
     [
-        (4, 2, "MPIUCC_ERR_VERSION"),
+        (4, 3, "MPIUCC_ERR_VERSION"),
+        (4, 0, "MPIUCC_ERR_VERSION"),
         (5, 200, "MPIUCC_ERR_CORRUPT"),  # no such codec
         (6, 0, "MPIUCC_ERR_CORRUPT"),  # no such dtype
         (6, 9, "MPIUCC_ERR_CORRUPT"),
@@ -90,6 +91,24 @@ def test_invalid_header_fields(codec, offset, value, status):
     with pytest.raises(CodecError) as e:
         pycodecs.decompress(reseal(bad))
     assert e.value.status_name == status
+
+
+@pytest.mark.parametrize("codec", codec_params())
+def test_version_2_is_only_for_ebq_dense(codec):
+    """Format v2 changed the ebq dense payload alone: other frames are written as v1, and v2
+    on one of them is refused; a dense frame of one segment reads the same as v1 and v2."""
+    frame = make_frame(codec, n=20)
+    h = pycodecs.header(frame)
+    dense = h.codec == "ebq" and h.aux & 0xFF == 1
+    assert frame[4] == (2 if dense else 1)
+    bad = bytearray(frame)
+    bad[4] = 1 if dense else 2
+    if dense:
+        assert np.array_equal(pycodecs.decompress(reseal(bad)), pycodecs.decompress(frame))
+    else:
+        with pytest.raises(CodecError) as e:
+            pycodecs.decompress(reseal(bad))
+        assert e.value.status_name == "MPIUCC_ERR_CORRUPT"
 
 
 @pytest.mark.parametrize("codec", codec_params())

@@ -36,9 +36,21 @@ def with_count(frame: bytes, count: int, payload: bytes | None = None) -> bytes:
 
 
 def dense_zeros(count: int, dtype=np.float32) -> bytes:
-    """A valid ebq dense frame of count zeros: about 90 bytes whatever the count."""
-    small = pycodecs.compress(np.zeros(64, dtype), "ebq", error_bound=1e-3, level="dense")
+    """A valid ebq dense frame of count zeros: about 90 bytes whatever the count. Format v1
+    (which still decodes): a v2 frame needs 8 bytes per 2^20 elements, and one of a single
+    segment is the v1 frame with another version byte."""
+    small = bytearray(
+        pycodecs.compress(np.zeros(64, dtype), "ebq", error_bound=1e-3, level="dense")
+    )
+    small[4] = 1
     return with_count(bytes(small), count)
+
+
+def test_a_v2_dense_frame_cannot_claim_a_larger_count():
+    v2 = bytes(pycodecs.compress(np.zeros(64, np.float32), "ebq", error_bound=1e-3, level="dense"))
+    with pytest.raises(CodecError) as e:
+        pycodecs.header(with_count(v2, 1 << 26))
+    assert e.value.status_name == "MPIUCC_ERR_CORRUPT"
 
 
 def topk_sparse(blocks: int) -> bytes:
