@@ -62,6 +62,23 @@ _OPS = {
 }
 
 
+#: The collectives sent through UCC (by their names here), bool and empty tensors aside.
+ON_UCC = (
+    "allreduce",
+    "broadcast",
+    "reduce",
+    "allgather",
+    "allgather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "gather",
+    "scatter",
+    "alltoall",
+    "alltoall_single",
+    "barrier",
+)
+
+
 class UccComm:
     """A group's communicator with its UCC team, made on the first UCC collective."""
 
