@@ -64,6 +64,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._ops: Any = ops
         self._on: Any = comm
         self.set_collectives(transport.from_env())
+        transport.track(self)
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         self.compression: compression.Compression | None = None  # set_compression
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).

@@ -10,6 +10,7 @@ Compressed collectives, the argument checks' agreement and point-to-point stay o
 from __future__ import annotations
 
 import os
+import weakref
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +19,21 @@ from pycomm.distributed import ops
 
 CHOICES = ("mpi", "ucc", "auto")
 ENV = "MPIUCC_COLLECTIVES"
+_groups: weakref.WeakSet = weakref.WeakSet()  # the live mpiucc groups, for pycomm.info
+
+
+def track(group: Any) -> None:
+    """Count ``group`` among the live groups that ``groups()`` lists."""
+    _groups.add(group)
+
+
+def groups() -> list[dict[str, Any]]:
+    """Each live mpiucc group of this process: ``name``, ``size``, ``collectives`` (mpi, ucc
+    or auto) and ``on_ucc`` (which collectives it sends through UCC, ``on_ucc`` of the group)."""
+    return [
+        {"name": g.group_name, "size": g.size(), "collectives": g.collectives, "on_ucc": g.on_ucc}
+        for g in sorted(_groups, key=lambda g: g.group_name)
+    ]
 
 
 def from_env() -> str:

@@ -17,7 +17,9 @@ import torch.distributed as dist
 from _dist import assert_equal, init, passed, sample
 from mpi4py import MPI
 
+from pycomm.distributed import ucc_ops
 from pycomm.distributed.ucc_auto import SAMPLES, WARMUP, Auto
+from pycomm.info import format_info, info, ucc_layer
 from pycomm.ucc.team import has_team
 
 RANK, SIZE, _ = init()
@@ -154,6 +156,17 @@ if expect == "mpi":  # a blocking all_reduce settled on MPI takes the backend's 
     dist.all_reduce(t, group=AUTO)
     Auto._run = run
     assert_equal(t, torch.full((2,), float(sum(range(SIZE)))), "inline all_reduce")
+
+# pycomm.info() in a job lists its groups and what each sends through UCC
+UCC_GROUP = dist.new_group(backend="mpiucc")
+UCC_GROUP.set_collectives("ucc")
+listed = {g["name"]: g for g in ucc_layer()["groups"]}
+assert listed[AUTO.group_name]["on_ucc"] == AUTO.on_ucc and AUTO.on_ucc, listed
+assert listed[MPI_GROUP.group_name]["on_ucc"] == {}
+assert set(listed[UCC_GROUP.group_name]["on_ucc"]) == set(ucc_ops.ON_UCC)
+text = format_info(info())
+row = next(line for line in text.splitlines() if line.startswith(f"group {AUTO.group_name!r}"))
+assert row.split(None, 4)[-1].startswith("auto: allgather "), row
 if RANK == 0:
     for what, d in decisions.items():
         print(f"{what}: {d}")
