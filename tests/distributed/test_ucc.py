@@ -33,6 +33,16 @@ def test_collectives_on_ucc_match_mpi_bitwise(ranks: int, context: str) -> None:
     assert "ucc collectives: passed" in out
 
 
+@needs_ucc
+def test_a_team_ucx_cannot_connect_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """UCX_TLS=sm,self and a context per team: UCC reports success and moves nothing; pycomm
+    raises on every rank when it makes the team."""
+    monkeypatch.setenv("UCX_TLS", "sm,self")
+    monkeypatch.delenv(transport.ENV, raising=False)
+    out = run_mpi(SCRIPTS / "check_ucc_unreachable.py", 2, timeout=120)
+    assert "unreachable ucc team: passed" in out
+
+
 def test_the_choice_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(transport.ENV, raising=False)
     assert transport.from_env() == "mpi"
