@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from _dist import FLOATS, INTS, assert_equal, init, passed, sample
+from _dist import FLOATS, INTS, assert_equal, init, passed, same_bits_everywhere, sample
 from mpi4py import MPI
 
 from pycomm.ucc.team import has_team, init_context
@@ -68,6 +68,19 @@ def reductions() -> None:
             lambda: [torch.empty(5, dtype=dtype)],  # noqa: B023
             f"reduce_scatter {dtype}",
         )
+
+
+def same_bits_on_every_rank() -> None:
+    """Sums that round (random floats): UCC's order of additions may differ from MPI's, but
+    every rank must end with the same bits, through UCC's small (knomial) and large
+    (reduce-scatter + allgather) all_reduce algorithms alike."""
+    g = torch.Generator().manual_seed(RANK)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        for n in (100, 100_000):
+            for op in (R.SUM, R.AVG):
+                t = torch.randn(n, generator=g).to(dtype)
+                dist.all_reduce(t, op=op, group=UCC_GROUP)
+                same_bits_everywhere(t, f"all_reduce {op} {dtype} {n}", GLOO)
 
 
 def movements() -> None:
@@ -212,6 +225,7 @@ def timeout(what: str) -> None:
 
 
 reductions()
+same_bits_on_every_rank()
 movements()
 rooted()
 asynchronous()
