@@ -111,6 +111,7 @@ def test_ucc_with_the_layer() -> None:
         ("check_async_p2p.py", 2, "async and point-to-point: passed", "ucc"),
         ("check_ddp.py", 2, "DDP: passed", "ucc"),
         ("check_timeout.py", 3, "timeouts: passed", "ucc"),
+        ("check_mismatch.py", 3, "mismatch: passed", "ucc"),
         ("check_collectives.py", 3, "collectives: passed", "auto"),
         ("check_ddp.py", 2, "DDP: passed", "auto"),
     ],
