@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run a command on N MPI ranks over a rate-limited network, with MPICH forced onto TCP so that
-# the limit applies to all MPI traffic between the places below.
+# Run a command on N MPI ranks over a rate-limited network, with MPICH and UCX (pycomm's UCC
+# layer) forced onto TCP so that the limit applies to all their traffic between the places below.
 #
 #   bench/slow_net.sh RATE N COMMAND...             every rank in one namespace whose loopback is
 #                                                   limited: one link shared by all traffic
@@ -30,14 +30,14 @@ trap cleanup EXIT
 limit() { # namespace device
     ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst 256kb latency 50ms
 }
-tcp=(MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp)
+tcp=(MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp UCX_TLS=tcp,self)
 
 if [[ $links == 0 ]]; then
     ns=$pfx-shared
     ip netns add "$ns" && made+=("$ns")
     ip netns exec "$ns" ip link set lo up
     limit "$ns" lo
-    ip netns exec "$ns" env "${tcp[@]}" FI_TCP_IFACE=lo "$mpiexec" -n "$ranks" "$@"
+    ip netns exec "$ns" env "${tcp[@]}" FI_TCP_IFACE=lo UCX_NET_DEVICES=lo "$mpiexec" -n "$ranks" "$@"
     exit
 fi
 
@@ -64,6 +64,7 @@ for ((i = 0; i < links; i++)); do
     limit "$br" p$i  # what it receives
     ((i > 0)) && cmd+=(:)
     cmd+=(-n "$per" ip netns exec "$ns" env "${tcp[@]}" FI_TCP_IFACE=eth0 GLOO_SOCKET_IFNAME=eth0)
+    cmd+=(UCX_NET_DEVICES=eth0)
     cmd+=(MPIUCC_NODE=n$i "$@")
 done
 "$mpiexec" "${cmd[@]}"

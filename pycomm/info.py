@@ -126,8 +126,8 @@ def info() -> dict[str, Any]:
     Keys: ``mpiucc`` (version), ``mpi4py``, ``mpi_vendor``, ``mpi_version`` (the standard),
     ``mpi_library`` (``MPI.Get_library_version()``), ``thread_level``, ``ucc`` (a dict with
     ``collectives_via_ucc``, ``component``, ``enabled``, ``how``: the MPI library's own UCC),
-    ``ucc_layer`` (pycomm's UCC layer: ``built``, ``version``, ``why_not``, ``collectives``,
-    ``ucx_library``), ``compiled_path`` (``hot.status()``), ``mpi_error`` (why the MPI
+    ``ucc_layer`` (pycomm's UCC layer, ``ucc_layer()``), ``compiled_path``
+    (``hot.status()``), ``mpi_error`` (why the MPI
     fields are None, else None), ``simd_level`` (None when pycodecs is not built), ``torch``
     (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``),
     ``auto``: codec="auto"'s measured link and codec figures and what it would choose for
@@ -151,15 +151,24 @@ def info() -> dict[str, Any]:
 
 def ucc_layer() -> dict[str, Any]:
     """pycomm's own UCC layer (``pycomm.ucc``): whether it was built and loads, the UCC
-    version, why not, and what ``MPIUCC_COLLECTIVES`` asks the backend's groups to use."""
+    version and library, why not, its components (``tl``: transport layers), the variables
+    that choose among them, the collectives the library supports, what ``MPIUCC_COLLECTIVES``
+    asks new groups to use, and the live groups of this process with what each sends through
+    UCC (only where the backend was imported: a job calling ``pycomm.info()``)."""
     from pycomm import ucc
 
+    backend = sys.modules.get("pycomm.distributed.backend")
     return {
         "built": ucc.available(),
         "version": ucc.version(),
         "why_not": ucc.unavailable_reason(),
+        "library": ucc.library(),
+        "components": ucc.components(),
+        "settings": ucc.settings() if ucc.available() else None,
+        "supports": ucc.collectives(),
         "collectives": os.environ.get("MPIUCC_COLLECTIVES", "").strip().lower() or "mpi",
         "ucx_library": _loaded("libucp.so") if ucc.available() else None,
+        "groups": None if backend is None else backend.transport.groups(),
     }
 
 
@@ -237,14 +246,29 @@ def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
 def _ucc_layer_rows(layer: dict[str, Any] | None) -> list[tuple[str, str]]:
     if not layer:
         return []
-    if layer["built"]:
-        state = f"yes (UCC {layer['version']}, UCX from {layer['ucx_library']})"
-    else:
-        state = f"no ({layer['why_not']})"
-    choice = layer["collectives"]
-    if choice == "auto":
-        choice = "auto (mpi until measured)"
-    return [("pycomm UCC layer", state), ("group collectives on", f"{choice} (MPIUCC_COLLECTIVES)")]
+    if not layer["built"]:
+        return [("pycomm UCC layer", f"no ({layer['why_not']})")]
+    layers = "; ".join(f"{kind} {', '.join(names)}" for kind, names in layer["components"].items())
+    settings = ", ".join(f"{k}={v}" for k, v in layer["settings"].items())
+    rows = [
+        ("pycomm UCC layer", f"yes (UCC {layer['version']} from {layer['library']})"),
+        ("UCX library", layer["ucx_library"] or "not loaded"),
+        ("UCC components", layers or "none found beside libucc"),
+        ("UCC settings", settings),
+        ("UCC collectives", ", ".join(layer["supports"])),
+        ("group collectives on", f"{layer['collectives']} (MPIUCC_COLLECTIVES, new groups)"),
+    ]
+    if layer["groups"] is None:
+        return rows + [("groups on UCC", "none here (pycomm.info() in a job lists its groups)")]
+    for g in layer["groups"]:
+        on = ", ".join(
+            what if g["collectives"] == "ucc" else f"{what} {lib}"
+            for what, lib in g["on_ucc"].items()
+        )
+        rows.append(
+            (f"group {g['name']!r} ({g['size']} ranks)", f"{g['collectives']}: {on or '-'}")
+        )
+    return rows
 
 
 def _auto_rows(auto: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -142,6 +142,15 @@ def output_buffer(t: torch.Tensor, keep_values: bool) -> tuple[torch.Tensor, boo
     return h, True
 
 
+def gather_layout(
+    outs: list[torch.Tensor], t: torch.Tensor
+) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+    """A gather of t into ``outs`` (one per rank): t's bytes, each rank's byte count, and the
+    flat byte buffer that receives them all (``copy_chunks`` spreads it into outs)."""
+    sizes = [o.numel() * o.element_size() for o in outs]
+    return as_bytes(t), sizes, torch.empty(sum(sizes), dtype=torch.uint8)
+
+
 def copy_chunks(flat: torch.Tensor, outs: list[torch.Tensor], sizes: list[int]) -> None:
     """Copy consecutive byte chunks of `flat` into the tensors `outs`."""
     offset = 0

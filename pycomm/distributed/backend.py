@@ -64,6 +64,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         self._ops: Any = ops
         self._on: Any = comm
         self.set_collectives(transport.from_env())
+        transport.track(self)
         self.rendezvous_store: MPIStore | None = None  # closed with the group (default group)
         self.compression: compression.Compression | None = None  # set_compression
         # Bound methods the fast path calls (an attribute lookup saved is 50 ns saved).
@@ -100,8 +101,21 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
 
     @property
     def collectives(self) -> str:
-        """``mpi`` or ``ucc``: what the group's uncompressed collectives run on."""
+        """``mpi``, ``ucc`` or ``auto``: what the group's uncompressed collectives run on."""
         return self._collectives
+
+    @property
+    def on_ucc(self) -> dict[str, str]:
+        """Which collectives the group sends through UCC: ``{what: on}`` where on is ``ucc``,
+        ``mpi`` or ``measuring`` (auto's keys so far, by size class), or ``ucc`` for every
+        collective the UCC layer runs; empty on MPI."""
+        if self._collectives == "mpi":
+            return {}
+        if self._collectives == "ucc":
+            from pycomm.distributed.ucc_ops import ON_UCC
+
+            return dict.fromkeys(ON_UCC, "ucc")
+        return {k: v["on"] for k, v in self._on.decisions().items()}
 
     def set_collectives(self, choice: str) -> None:
         """Run the group's uncompressed collectives on ``mpi``, ``ucc`` or ``auto`` (see
@@ -191,7 +205,11 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         directly, the group idle. True when done; small all_reduce calls are latency-bound and
         every 100 ns shows, hence the bound methods and the single request."""
         datatype = DIRECT_TYPES.get(t.dtype)
-        if datatype is None or self._ops is not ops or not t.is_cpu or not t.is_contiguous():
+        if datatype is None or not t.is_cpu or not t.is_contiguous():
+            return False
+        if self._ops is not ops and not (
+            self._collectives == "auto" and self._on.settled_on_mpi("allreduce", t.nbytes)
+        ):
             return False
         code = op_code(opts.reduceOp)
         mop = DIRECT_OPS.get(code)

@@ -22,6 +22,7 @@ from pycomm.distributed._buffers import (
     copy_chunks,
     displacements,
     finish_reduction,
+    gather_layout,
     mpi_op,
     output_buffer,
     reduction_tensor,
@@ -118,9 +119,7 @@ def allgather(
 ) -> Started:
     reqs, steps, keep = [], [], []
     for outs, t in zip(outputs, inputs, strict=True):
-        src = as_bytes(t)
-        sizes = [o.numel() * o.element_size() for o in outs]
-        flat = torch.empty(sum(sizes), dtype=torch.uint8)
+        src, sizes, flat = gather_layout(outs, t)
         if all(n == src.numel() for n in sizes):
             reqs.append(comm.Iallgather(spec(src), spec(flat)))
         else:
@@ -199,13 +198,11 @@ def _reduction_output(out: torch.Tensor) -> torch.Tensor:
 def gather(
     comm: MPI.Intracomm, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], root: int
 ) -> Started:
-    t = inputs[0]
-    src = as_bytes(t)
     if comm.Get_rank() != root:
+        src = as_bytes(inputs[0])
         return [comm.Igatherv(spec(src), None, root)], None, src
     outs = outputs[0]
-    sizes = [o.numel() * o.element_size() for o in outs]
-    flat = torch.empty(sum(sizes), dtype=torch.uint8)
+    src, sizes, flat = gather_layout(outs, inputs[0])
     recv = [_addr(flat), (sizes, displacements(sizes)), MPI.BYTE]
     req = comm.Igatherv(spec(src), recv, root)
     return [req], _chunks_into(flat, outs, sizes), (src, flat)

@@ -5,8 +5,10 @@ same ``(requests, finish, keep)``; the requests are ``pycomm.ucc`` collectives, 
 engine waits for as it waits for MPI's (their ``Test`` progresses UCC's context). Reductions
 follow ``ops`` exactly: float16 and bfloat16 reduced in float32 and rounded once, AVG a SUM
 divided after, so that where the sums are exact the bits equal MPI's. What UCC is not given
-here runs on MPI, decided from arguments every rank shares (dtype, op, sizes): bool tensors,
-empty tensors, uneven reduce_scatter lists, reduce, gather and scatter.
+here runs on MPI, decided from arguments every rank shares (dtype, op, sizes): bool tensors
+and empty tensors where UCC reduces or broadcasts, uneven reduce_scatter lists and
+allreduce_coalesced. gather and scatter move bytes (any dtype, uneven sizes: UCC's gatherv
+and scatterv skip empty blocks), so they always run on UCC: their sizes are not shared.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pycomm.distributed._buffers import (
     as_bytes,
     copy_chunks,
     finish_reduction,
+    gather_layout,
     mpi_op,
     output_buffer,
     reduction_tensor,
@@ -57,6 +60,23 @@ _OPS = {
     int(RedOpType.BOR): "bor",
     int(RedOpType.BXOR): "bxor",
 }
+
+
+#: The collectives sent through UCC (by their names here), bool and empty tensors aside.
+ON_UCC = (
+    "allreduce",
+    "broadcast",
+    "reduce",
+    "allgather",
+    "allgather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "gather",
+    "scatter",
+    "alltoall",
+    "alltoall_single",
+    "barrier",
+)
 
 
 class UccComm:
@@ -146,7 +166,22 @@ def _bytes(team: Any, coll: str, buf: torch.Tensor, **kw: Any) -> Any:
 
 
 def reduce(uc: UccComm, tensors: list[torch.Tensor], root: int, op: int) -> Started:
-    return ops.reduce(uc.comm, tensors, root, op)
+    if not _on_ucc(tensors, op):
+        return ops.reduce(uc.comm, tensors, root, op)
+    team, is_root, size = uc.team("reduce"), uc.rank() == root, uc.size()
+    reqs, steps, keep = [], [], []
+    for t in tensors:
+        mpi_op(op, t.dtype)
+        work = reduction_tensor(t)
+        dtype = _TYPES[work.dtype]
+        if is_root:  # in place: the root's own contribution is in dst
+            where = {"dst": work.data_ptr(), "dst_count": work.numel(), "dst_dtype": dtype}
+            steps.append(finish_reduction(t, work, op, size))
+        else:  # UCC reads src only; t keeps its values, as on MPI
+            where = {"src": work.data_ptr(), "src_count": work.numel(), "src_dtype": dtype}
+        reqs.append(_ucc.post(team, "reduce", op=_OPS[op], root=root, in_place=is_root, **where))
+        keep.append(work)
+    return reqs, _chain(steps), keep
 
 
 def allgather(
@@ -157,9 +192,7 @@ def allgather(
     team, size = uc.team("allgather"), uc.size()
     reqs, steps, keep = [], [], []
     for outs, t in zip(outputs, inputs, strict=True):
-        src = as_bytes(t)
-        sizes = [o.numel() * o.element_size() for o in outs]
-        flat = torch.empty(sum(sizes), dtype=torch.uint8)
+        src, sizes, flat = gather_layout(outs, t)
         if all(n == src.numel() for n in sizes):
             req = _ucc.post(
                 team,
@@ -266,13 +299,44 @@ def reduce_scatter_tensor(
 def gather(
     uc: UccComm, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], root: int
 ) -> Started:
-    return ops.gather(uc.comm, outputs, inputs, root)
+    team = uc.team("gather")
+    if uc.rank() != root:
+        src = as_bytes(inputs[0])
+        req = _ucc.post(team, "gatherv", src=src.data_ptr(), src_count=src.numel(), root=root)
+        return [req], None, src
+    outs = outputs[0]
+    src, sizes, flat = gather_layout(outs, inputs[0])
+    req = _ucc.post(
+        team,
+        "gatherv",
+        src=src.data_ptr(),
+        src_count=src.numel(),
+        dst=flat.data_ptr(),
+        dst_counts=_u64(sizes),
+        dst_displs=_displs(sizes),
+        root=root,
+    )
+    return [req], _chunks_into(flat, outs, sizes), (src, flat)
 
 
 def scatter(
     uc: UccComm, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], root: int
 ) -> Started:
-    return ops.scatter(uc.comm, outputs, inputs, root)
+    team, out = uc.team("scatter"), outputs[0]
+    buf, copy = output_buffer(out, keep_values=False)
+    dst = as_bytes(buf)
+    into = {"dst": dst.data_ptr(), "dst_count": dst.numel(), "root": root}
+    finish = ops._copy_back([(out, buf)]) if copy else None
+    if uc.rank() != root:
+        return [_ucc.post(team, "scatterv", **into)], finish, buf
+    ins = inputs[0]
+    flat = torch.cat([as_bytes(x) for x in ins])
+    sizes = [x.numel() * x.element_size() for x in ins]
+    req = _ucc.post(
+        team, "scatterv", src=flat.data_ptr(), src_counts=_u64(sizes), src_displs=_displs(sizes),
+        **into,
+    )  # fmt: skip
+    return [req], finish, (buf, flat)
 
 
 def alltoall(uc: UccComm, outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> Started:

@@ -77,12 +77,14 @@ cdef extern from "ucc/api/ucc.h" nogil:
 
     uint64_t UCC_LIB_PARAM_FIELD_THREAD_MODE
     uint64_t UCC_LIB_ATTR_FIELD_THREAD_MODE
+    uint64_t UCC_LIB_ATTR_FIELD_COLL_TYPES
     ctypedef struct ucc_lib_params_t:
         uint64_t mask
         ucc_thread_mode_t thread_mode
     ctypedef struct ucc_lib_attr_t:
         uint64_t mask
         ucc_thread_mode_t thread_mode
+        uint64_t coll_types
 
     ctypedef struct ucc_oob_coll_t:
         ucc_status_t (*allgather)(void *src_buf, void *recv_buf, size_t size,

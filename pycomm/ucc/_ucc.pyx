@@ -58,6 +58,34 @@ THREAD_MODES = {UCC_THREAD_SINGLE: "single", UCC_THREAD_FUNNELED: "funneled",
                 UCC_THREAD_MULTIPLE: "multiple"}
 
 
+def library_collectives() -> list[str]:
+    """The collectives (keys of COLLECTIVES) that UCC's library supports with the components
+    it loads here: a library of its own is initialised, asked (``ucc_lib_get_attr``) and
+    finalised."""
+    cdef ucc_lib_config_h config = NULL
+    cdef ucc_lib_params_t params
+    cdef ucc_lib_attr_t attr
+    cdef ucc_lib_h lib
+    cdef ucc_status_t st
+    memset(&params, 0, sizeof(params))
+    memset(&attr, 0, sizeof(attr))
+    params.mask = UCC_LIB_PARAM_FIELD_THREAD_MODE
+    params.thread_mode = UCC_THREAD_MULTIPLE
+    attr.mask = UCC_LIB_ATTR_FIELD_COLL_TYPES
+    with nogil:
+        st = ucc_lib_config_read(NULL, NULL, &config)
+    check(st, "reading the library configuration")
+    with nogil:
+        st = ucc_init(&params, config, &lib)
+        ucc_lib_config_release(config)
+    check(st, "ucc_init")
+    with nogil:
+        st = ucc_lib_get_attr(lib, &attr)
+        ucc_finalize(lib)
+    check(st, "ucc_lib_get_attr")
+    return [name for name, bit in COLLECTIVES.items() if attr.coll_types & bit]
+
+
 cdef class Context:
     """UCC's library and one context. One per process.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import numpy as np
 from mpi4py import MPI
 
 from pycomm.collectives.engine import Engine
@@ -74,9 +75,52 @@ def team_of(engine: Engine, deadline: float | None = None, what: str = "") -> _u
         team = _ucc.Team(context(), comm.Get_rank(), comm.Get_size(), _oob(comm))
         making = f"{what} (making the UCC team first)" if what else "making the UCC team"
         engine.wait_until(team.create_test, making, deadline)
+        _check_moves_data(engine, team, making, deadline)
         engine.attached[_KEY] = team
         engine.on_close(lambda broken: broken or team.destroy())
     return team
+
+
+def _check_moves_data(engine: Engine, team: _ucc.Team, what: str, deadline: float | None) -> None:
+    """Raise on every rank if the new team cannot move data.
+
+    Where UCX connects none of a team's members, UCC 1.10 logs "failed to connect team ep"
+    yet reports the team made and its collectives completed, their buffers untouched: seen
+    with a context made per team (UCX then needs a transport that reports peer failures) and
+    ``UCX_TLS=sm,self``, which has none. One allreduce of rank + 1 on the team, its outcome
+    agreed over MPI, turns that into an error on every rank instead of wrong sums.
+    """
+    comm = engine.comm
+    rank, size = comm.Get_rank(), comm.Get_size()
+    v = np.array([rank + 1], dtype=np.int64)
+    failed: list[BaseException] = []
+
+    def test(req: _ucc.Collective) -> bool:
+        try:
+            return req.Test()
+        except _ucc.UccError as exc:  # agreed below, so that every rank raises alike
+            failed.append(exc)
+            return True
+
+    try:
+        req = _ucc.post(
+            team, "allreduce", dst=v.ctypes.data, dst_count=1, dst_dtype="int64", in_place=True
+        )
+        engine.wait_until(lambda: test(req), what, deadline)
+    except _ucc.UccError as exc:
+        failed.append(exc)
+    bad = np.array([float(failed or v[0] != size * (size + 1) // 2)])
+    engine.wait([comm.Iallreduce(MPI.IN_PLACE, bad, op=MPI.MAX)], what, deadline)
+    if bad[0]:
+        team.destroy()
+        why = f": {failed[0]}" if failed else ""
+        raise RuntimeError(
+            f"pycomm.ucc: the UCC team of {size} ranks moves no data{why} (UCX connected "
+            "none of its members: UCC's log above says why). A UCC context made per team "
+            "needs a UCX transport that reports peer failures (tcp; not sm): set "
+            "MPIUCC_COLLECTIVES=ucc or auto before init_process_group, which makes the "
+            "context over the world, or let UCX_TLS include tcp."
+        )
 
 
 def has_team(engine: Engine) -> bool:

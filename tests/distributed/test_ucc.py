@@ -33,6 +33,16 @@ def test_collectives_on_ucc_match_mpi_bitwise(ranks: int, context: str) -> None:
     assert "ucc collectives: passed" in out
 
 
+@needs_ucc
+def test_a_team_ucx_cannot_connect_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """UCX_TLS=sm,self and a context per team: UCC reports success and moves nothing; pycomm
+    raises on every rank when it makes the team."""
+    monkeypatch.setenv("UCX_TLS", "sm,self")
+    monkeypatch.delenv(transport.ENV, raising=False)
+    out = run_mpi(SCRIPTS / "check_ucc_unreachable.py", 2, timeout=120)
+    assert "unreachable ucc team: passed" in out
+
+
 def test_the_choice_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(transport.ENV, raising=False)
     assert transport.from_env() == "mpi"
@@ -44,11 +54,36 @@ def test_the_choice_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
         transport.from_env()
 
 
-def test_auto_stays_on_mpi_until_measured() -> None:
+def test_auto_is_mpi_without_the_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ucc, "_ucc", None)
     assert transport.resolve("auto") == "mpi"
     assert transport.resolve("mpi") == "mpi"
     with pytest.raises(ValueError):
         transport.resolve("gloo")
+
+
+def test_size_classes_are_powers_of_four() -> None:
+    from pycomm.distributed import ucc_auto
+
+    classes = [ucc_auto.size_class(n) for n in (0, 1, 3, 4, 15, 16, 4095, 4096, 64 << 20)]
+    assert classes == [0, 0, 0, 1, 1, 2, 5, 6, 13]
+    assert ucc_auto.class_range(6) == "4 KiB-16 KiB"
+    assert ucc_auto.class_range(ucc_auto.ANY_SIZE) == "any size"
+
+
+@needs_ucc
+@pytest.mark.parametrize(
+    ("ranks", "slow"),
+    [(2, ()), (3, ("--slow-ucc-on", "1")), (3, ("--slow-mpi-on", "2"))],
+)
+def test_auto_tries_both_and_every_rank_takes_the_same(
+    ranks: int, slow: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MPIUCC_COLLECTIVES=auto: each collective and size class timed on both libraries, then
+    one choice on every rank, from the slowest rank's times; MPI's bits on every call."""
+    monkeypatch.setenv(transport.ENV, "auto")
+    out = run_mpi(SCRIPTS / "check_ucc_auto.py", ranks, *slow, timeout=240)
+    assert "ucc auto: passed" in out
 
 
 def test_ucc_without_the_layer_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,40 +97,45 @@ def test_ucc_without_the_layer_says_why(monkeypatch: pytest.MonkeyPatch) -> None
 @needs_ucc
 def test_ucc_with_the_layer() -> None:
     assert transport.resolve("ucc") == "ucc"
+    assert transport.resolve("auto") == "auto"
     assert ucc.version().count(".") >= 1
 
 
 @needs_ucc
 @pytest.mark.parametrize(
-    ("script", "ranks", "says"),
+    ("script", "ranks", "says", "choice"),
     [
-        ("check_collectives.py", 2, "collectives: passed"),
-        ("check_collectives.py", 4, "collectives: passed"),
-        ("check_subgroups.py", 3, "subgroups: passed"),
-        ("check_async_p2p.py", 2, "async and point-to-point: passed"),
-        ("check_ddp.py", 2, "DDP: passed"),
-        ("check_timeout.py", 3, "timeouts: passed"),
+        ("check_collectives.py", 2, "collectives: passed", "ucc"),
+        ("check_collectives.py", 4, "collectives: passed", "ucc"),
+        ("check_subgroups.py", 3, "subgroups: passed", "ucc"),
+        ("check_async_p2p.py", 2, "async and point-to-point: passed", "ucc"),
+        ("check_ddp.py", 2, "DDP: passed", "ucc"),
+        ("check_timeout.py", 3, "timeouts: passed", "ucc"),
+        ("check_mismatch.py", 3, "mismatch: passed", "ucc"),
+        ("check_collectives.py", 3, "collectives: passed", "auto"),
+        ("check_ddp.py", 2, "DDP: passed", "auto"),
     ],
 )
 def test_backend_suites_with_every_group_on_ucc(
-    script: str, ranks: int, says: str, monkeypatch: pytest.MonkeyPatch
+    script: str, ranks: int, says: str, choice: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The backend's own checks (against gloo) with MPIUCC_COLLECTIVES=ucc: every group,
-    the world's included, on UCC, the context made over the world."""
-    monkeypatch.setenv(transport.ENV, "ucc")
+    """The backend's own checks (against gloo) with MPIUCC_COLLECTIVES=ucc (or auto): every
+    group, the world's included, on UCC, the context made over the world."""
+    monkeypatch.setenv(transport.ENV, choice)
     assert says in run_mpi(SCRIPTS / script, ranks, timeout=240)
 
 
 @needs_ucc
 @pytest.mark.parametrize("ranks", [2, 4, 8])
 def test_torch_suite_on_ucc_groups_as_on_mpi(ranks: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """torch's own distributed suite, every group on UCC, passes the same tests as on MPI."""
+    """torch's own distributed suite, every group on UCC (and on auto up to 4 ranks), passes
+    the same tests as on MPI."""
     pytest.importorskip("expecttest")  # torch.testing._internal imports it
     runner = SCRIPTS.parent / "torch_suite" / "run_suite.py"
     counts = {}
-    for choice in ("mpi", "ucc"):
+    for choice in ("mpi", "ucc", "auto") if ranks <= 4 else ("mpi", "ucc"):
         monkeypatch.setenv(transport.ENV, choice)
         summary = run_mpi(runner, ranks, timeout=420).strip().splitlines()[-1]
         assert " 0 failed" in summary, (choice, summary)
         counts[choice] = summary.split(": ")[1].split(", 0 failed")[0]
-    assert counts["ucc"] == counts["mpi"], counts
+    assert all(c == counts["mpi"] for c in counts.values()), counts

@@ -32,7 +32,18 @@ def test_info_reports_the_ucc_layer() -> None:
     )
     text, _, blob = proc.stdout.partition("{")
     layer = json.loads("{" + blob)["ucc_layer"]
-    assert set(layer) == {"built", "version", "why_not", "collectives", "ucx_library"}
-    assert layer["collectives"] == env_choice
-    assert "pycomm UCC layer" in text and "group collectives on  auto (mpi until" in text
+    assert set(layer) == {
+        "built", "version", "why_not", "library", "components", "settings", "supports",
+        "collectives", "ucx_library", "groups",
+    }  # fmt: skip
+    assert layer["collectives"] == env_choice and layer["groups"] is None  # no job, no groups
+    assert "pycomm UCC layer" in text
     assert (layer["version"] is not None) == layer["built"]
+    if not layer["built"]:
+        assert not layer["components"] and not layer["supports"] and layer["library"] is None
+        return
+    assert "group collectives on  auto (MPIUCC_COLLECTIVES" in text
+    assert "ucp" in layer["components"]["tl"] and "basic" in layer["components"]["cl"]
+    assert {"allreduce", "reduce", "gatherv", "scatterv"} <= set(layer["supports"])
+    assert layer["settings"]["UCX_TLS"] in ("all (default)", os.environ.get("UCX_TLS"))
+    assert "UCC components" in text and "tl self, ucp" in text

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from _dist import FLOATS, INTS, assert_equal, init, passed, sample
+from _dist import FLOATS, INTS, assert_equal, init, passed, same_bits_everywhere, sample
 from mpi4py import MPI
 
 from pycomm.ucc.team import has_team, init_context
@@ -68,6 +68,19 @@ def reductions() -> None:
             lambda: [torch.empty(5, dtype=dtype)],  # noqa: B023
             f"reduce_scatter {dtype}",
         )
+
+
+def same_bits_on_every_rank() -> None:
+    """Sums that round (random floats): UCC's order of additions may differ from MPI's, but
+    every rank must end with the same bits, through UCC's small (knomial) and large
+    (reduce-scatter + allgather) all_reduce algorithms alike."""
+    g = torch.Generator().manual_seed(RANK)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        for n in (100, 100_000):
+            for op in (R.SUM, R.AVG):
+                t = torch.randn(n, generator=g).to(dtype)
+                dist.all_reduce(t, op=op, group=UCC_GROUP)
+                same_bits_everywhere(t, f"all_reduce {op} {dtype} {n}", GLOO)
 
 
 def movements() -> None:
@@ -123,6 +136,38 @@ def movements() -> None:
     dist.barrier(group=UCC_GROUP)
 
 
+def rooted() -> None:
+    """reduce, gather and scatter from every root (UCC's reduce, gatherv and scatterv)."""
+    for root in range(SIZE):
+        for dtype in FLOATS + INTS:
+            ops = (R.SUM, R.PRODUCT, R.MAX, R.MIN) + ((R.AVG,) if dtype.is_floating_point else ())
+            for shape, op in ((s, o) for s in ((1,), (1000,)) for o in ops):
+                both(
+                    lambda ts, g: dist.reduce(ts[0], root, op=op, group=g),  # noqa: B023
+                    lambda: [sample(shape, dtype, RANK)],  # noqa: B023
+                    f"reduce to {root} {op} {dtype} {shape}",  # non-roots keep their values
+                )
+        n = [(r % 3) * 2 for r in range(SIZE)]  # rank r's block: rank 0's is empty
+        for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool):
+
+            def block(rows: int, seed: int) -> torch.Tensor:
+                x = sample((rows, 3), torch.float32 if dtype is torch.bool else dtype, seed)  # noqa: B023
+                return x > 0 if dtype is torch.bool else x  # noqa: B023
+
+            mine = block(n[RANK], RANK)
+            both(
+                lambda ts, g: dist.gather(mine, ts if RANK == root else None, root, group=g),  # noqa: B023
+                lambda: [torch.empty((k, 3), dtype=dtype) for k in n] if RANK == root else [],  # noqa: B023
+                f"uneven gather to {root} {dtype}",
+            )
+            chunks = [block(n[r], 100 * root + r) for r in range(SIZE)]
+            both(
+                lambda ts, g: dist.scatter(ts[0], chunks if RANK == root else None, root, group=g),  # noqa: B023
+                lambda: [torch.empty((n[RANK], 3), dtype=dtype)],  # noqa: B023
+                f"uneven scatter from {root} {dtype}",
+            )
+
+
 def asynchronous() -> None:
     xs = [sample((64,), torch.float32, RANK + i) for i in range(8)]
     want = [x.clone() for x in xs]
@@ -151,8 +196,9 @@ def subgroup() -> None:
     assert_equal(t, torch.full((10,), float(sum(r + 1 for r in ranks))), "sub-group all_reduce")
 
 
-def timeout() -> None:
-    """A UCC collective that the last rank skips times out on the others; the group is broken."""
+def timeout(what: str) -> None:
+    """A UCC collective that the last rank skips times out on the others; the group is broken.
+    ``what`` is all_reduce, or a scatter whose root is the rank that skips it."""
     group = dist.new_group(timeout=timedelta(seconds=2.0), backend="mpiucc")
     group.set_collectives("ucc")
     dist.barrier(group=group)  # the team is made with every rank
@@ -160,12 +206,15 @@ def timeout() -> None:
         return
     start = time.monotonic()
     try:
-        dist.all_reduce(torch.ones(4), group=group)
+        if what == "allreduce":
+            dist.all_reduce(torch.ones(4), group=group)
+        else:
+            dist.scatter(torch.empty(4), None, SIZE - 1, group=group)
     except RuntimeError as exc:
         took = time.monotonic() - start
-        assert "allreduce" in str(exc) and 1.8 <= took <= 12, (exc, took)
+        assert what in str(exc) and 1.8 <= took <= 12, (exc, took)
     else:
-        raise AssertionError("a UCC all_reduce that a rank skipped did not time out")
+        raise AssertionError(f"a UCC {what} that a rank skipped did not time out")
     start = time.monotonic()
     try:
         dist.all_reduce(torch.ones(1), group=group)
@@ -176,8 +225,11 @@ def timeout() -> None:
 
 
 reductions()
+same_bits_on_every_rank()
 movements()
+rooted()
 asynchronous()
 subgroup()
-timeout()
+timeout("allreduce")
+timeout("scatter")
 passed("ucc collectives")
