@@ -26,6 +26,7 @@ N = 1 << 20  # 4 MiB of float32: past every eager limit
 def check_receive_progresses_while_the_caller_waits_on_its_send() -> None:
     got = np.zeros(N, np.float32)
     r = pycomm.irecv(got, PEER, tag=1)
+    COMM.Barrier()  # both receives are posted before either message comes
     s = pycomm.isend(np.full(N, RANK + 1, np.float32), PEER, tag=1)
     s.wait()
     r.wait()
@@ -36,13 +37,17 @@ def check_receive_progresses_while_a_collective_waits() -> None:
     """Rank 1's send completes only once rank 0's receive has matched it, and rank 0's engine
     thread is busy in the allreduce that rank 1 joins after the send."""
     x = np.ones(4, np.float32)
+    pycomm.allreduce(x)  # the engine's duplicate communicator, made now
     if RANK == 1:
+        COMM.Barrier()
         pycomm.send(np.full(N, 7, np.float32), PEER, tag=2)
         assert pycomm.allreduce(x)[0] == 2.0
         return
     got = np.zeros(N, np.float32)
     r = pycomm.irecv(got, PEER, tag=2)
-    assert pycomm.iallreduce(x).wait()[0] == 2.0
+    a = pycomm.iallreduce(x)  # the engine's thread waits in it for rank 1
+    COMM.Barrier()
+    assert a.wait()[0] == 2.0
     r.wait()
     assert np.all(got == 7), got[:4]
 
