@@ -113,7 +113,7 @@ class Engine:
         in MPI's order (``pycomm.collectives.inbox``)."""
         inbox = self._inbox
         if inbox is None:
-            with self._dup_lock:
+            with self._cv:  # not _dup_lock: a first collective holds it while it waits
                 if self._inbox is None:
                     self._inbox = Inbox(self._user)
                 inbox = self._inbox
