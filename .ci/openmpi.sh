@@ -17,7 +17,16 @@ fi
 # As root, and more ranks than cores (NOTES.md): Open MPI refuses both unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
+# Within CI's budget (RELIABILITY.md, "Both MPI families"): the heaviest backend and hook tests
+# run on 2 ranks only here (MPICH runs them on 3 and 4 too); every test on its smallest form stays.
+B=tests/distributed/test_backend.py
 exec "$VENV/bin/python" -m pytest -q --timeout 600 "$@" \
     tests/pycomm/test_collectives.py tests/pycomm/test_faults.py \
-    tests/distributed/test_backend.py tests/hooks/test_ddp_hooks.py \
-    tests/train/test_train.py::test_short_compressed_run_stays_near_baseline
+    "$B" tests/hooks/test_ddp_hooks.py \
+    tests/train/test_train.py::test_short_compressed_run_stays_near_baseline \
+    --deselect "$B::test_compression_policy_trains_close_to_exact_and_checkpoints[4]" \
+    --deselect "$B::test_collectives_match_gloo[4]" \
+    --deselect "$B::test_device_mesh_fsdp2_and_tensor_parallel_match_gloo[4]" \
+    --deselect "$B::test_ddp_matches_gloo[3]" \
+    --deselect "$B::test_subgroups[4]" \
+    --deselect "tests/hooks/test_ddp_hooks.py::test_ddp_hooks[3]"

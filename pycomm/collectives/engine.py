@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from pycomm.collectives.inbox import Inbox
 from pycomm.collectives.link import Link
 from pycomm.collectives.requests import Posted, Request
 from pycomm.collectives.waits import (
@@ -82,6 +83,7 @@ class Engine:
         self._watched: list[Posted] = []
         self._inflight: set[Posted] = set()
         self._dropped: deque[Posted] = deque()
+        self._inbox: Inbox | None = None
         self.exec_lock = threading.Lock()  # held while a collective runs, on either thread
         self._thread: threading.Thread | None = None
         self._wire: ThreadPoolExecutor | None = None
@@ -105,6 +107,18 @@ class Engine:
                     self.wait([req], "the first pycomm collective (duplicating the communicator)")
                     self._comm = own
         return own
+
+    @property
+    def inbox(self) -> Inbox:
+        """The posted receives on the communicator itself (point-to-point), matched by probe
+        in MPI's order (``pycomm.collectives.inbox``)."""
+        inbox = self._inbox
+        if inbox is None:
+            with self._cv:  # not _dup_lock: a first collective holds it while it waits
+                if self._inbox is None:
+                    self._inbox = Inbox(self._user)
+                inbox = self._inbox
+        return inbox
 
     # -- deadlines and waits --
     def deadline(self, timeout_s: float | None = None) -> float:
@@ -136,6 +150,9 @@ class Engine:
         communicator is broken (CommTimeout); an error of the library that test() drives breaks
         it too (MPI's, or a RuntimeError such as ``pycomm.ucc``'s UccError)."""
         deadline = self.deadline() if deadline is None else deadline
+        inbox = self._inbox
+        if inbox is not None:  # receives pending on the communicator progress meanwhile
+            test = _sweeping(inbox, test)
         try:
             done = poll(test, deadline)
         except MPI.Exception as exc:
@@ -402,8 +419,12 @@ class Engine:
         """Stop the threads, settle the requests in flight (those of engines closed earlier
         too), free the duplicate (the communicator's delete callback)."""
         self.stop_threads()
+        if self._inbox is not None:
+            self._inbox.close()
         for engine in [*_closed_busy, self]:
             engine._settle()
+        if _closed_busy:
+            _start_settler()
         closers, self._closers = self._closers, []
         for closer in closers:
             closer(self.broken is not None)
@@ -413,6 +434,17 @@ class Engine:
         if own is not None and not self._owned and self.broken is None:
             own.Free()
         self.broken = self.broken or "the communicator was freed"
+
+
+def _sweeping(inbox: Inbox, test: Callable[[], object]) -> Callable[[], object]:
+    """test(), after matching what has arrived for the inbox's pending receives."""
+
+    def swept() -> object:
+        if inbox.pending():
+            inbox.sweep()
+        return test()
+
+    return swept
 
 
 def _completer(future: Future) -> Callable[[Any, BaseException | None], None]:
@@ -436,11 +468,47 @@ _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 _closed_busy: set[Engine] = set()
 
 
+_settle_lock = threading.Lock()
+_settler: list[threading.Thread] = []  # the settling thread while one runs
+_stopping = threading.Event()
+
+
+def _start_settler() -> None:
+    """Complete the requests of closed engines in the background: nobody else drives them
+    (Open MPI over UCX moves a large message only while the receiver calls MPI). Each request
+    ends by its deadline at the latest."""
+    with _settle_lock:
+        if not _settler and not _stopping.is_set():
+            _settler.append(threading.Thread(target=_settle_closed, name="pycomm-settler"))
+            _settler[0].daemon = True
+            _settler[0].start()
+
+
+def _settle_closed() -> None:
+    background_thread()
+    nap = FIRST_NAP_S
+    while not _stopping.is_set():
+        with _settle_lock:
+            busy = [*_closed_busy]
+            if not busy:
+                _settler.clear()
+                return
+        for engine in busy:
+            engine._settle()
+        time.sleep(nap)
+        nap = min(2 * nap, LAST_NAP_S)
+
+
 @atexit.register
 def _stop_all() -> None:
     # Registered after mpi4py's import, so it runs before MPI_Finalize: no engine thread is
     # left running (or holding torch objects) while MPI and the interpreter shut down, and the
     # requests whose handles were dropped are completed where MPI has finished them.
+    _stopping.set()
+    with _settle_lock:
+        settler = [*_settler]
+    for thread in settler:
+        thread.join(5.0)
     for engine in list(_engines):
         engine.stop_threads(timeout=5.0)
         engine._settle()

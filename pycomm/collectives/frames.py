@@ -10,6 +10,7 @@ is checked against what this rank expects (codec, dtype, count) before any decod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pycodecs
@@ -19,6 +20,9 @@ from pycodecs.capabilities import CAPABILITIES
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import SettingsMismatchError
+
+if TYPE_CHECKING:
+    from pycomm.collectives.auto_frames import AnyFrame
 
 GATHER_TAG = 0x5C1
 SCATTER_TAG = 0x5C2
@@ -74,19 +78,24 @@ def recv_frame(
     what = f"receive from rank {source}"
     msg = eng.probe(comm, source, tag, status, what)
     n = status.Get_count(MPI.BYTE)
-    cap = expect.max_size()
     buf = bytearray(n)  # never smaller than the message: Open MPI 5 (UCX) writes a truncated
-    if n > cap:  # large message past the buffer; take it off the wire whole, and refuse it
-        eng.wait([msg.Irecv([buf, MPI.BYTE])], what)
-        raise SettingsMismatchError(
-            f"pycomm: rank {source} sent {n} bytes, more than any {expect.codec} frame of "
-            f"{expect.count} {expect.dtype} ({cap} bytes)"
-        )
-    eng.wait([msg.Irecv([buf, MPI.BYTE])], what)
+    eng.wait([msg.Irecv([buf, MPI.BYTE])], what)  # large message past the buffer
+    refuse_oversize(n, expect, f"rank {source}")
     if stats is not None:
         stats.moved(0, n)
     expect.check(buf, f"rank {source}")
     return buf
+
+
+def refuse_oversize(n: int, expect: Expect | AnyFrame, source: str) -> None:
+    """Raise if a message of ``n`` bytes (taken off the wire whole) is longer than any frame
+    ``expect`` allows."""
+    cap = expect.max_size()
+    if n > cap:
+        raise SettingsMismatchError(
+            f"pycomm: {source} sent {n} bytes, more than any {expect.codec} frame of "
+            f"{expect.count} {expect.dtype} ({cap} bytes)"
+        )
 
 
 def scatter_frames(

@@ -18,7 +18,7 @@ from mpi4py import MPI
 from pycomm.collectives.auto_frames import AnyFrame, sender_choice
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine, engine_of
-from pycomm.collectives.frames import Expect, recv_frame
+from pycomm.collectives.frames import Expect, refuse_oversize
 from pycomm.collectives.requests import Posted, Request
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
@@ -83,9 +83,9 @@ def recv(
     """Receive a frame from source and decode it into out (size, dtype and codec checked);
     ``stats`` counts the frame's bytes as received."""
     comm, eng = _usable(comm)
-    o = as_array(out, writable=True)
-    expect = _expect(make_spec(codec, **params), o)
-    return pycodecs.decompress(recv_frame(eng, comm, source, tag, expect, stats), out=o)
+    posted = _receive(eng, out, source, tag, make_spec(codec, **params), stats)
+    posted.drive(None)
+    return posted.future.result()
 
 
 def irecv(
@@ -102,22 +102,35 @@ def irecv(
     its bytes as received in ``stats``).
 
     A frame that is not what out expects fails the request: every wait() raises the error.
+    It progresses on its own (the engine's thread), in MPI's matching order.
     """
     comm, eng = _usable(comm)
+    posted = _receive(eng, out, source, tag, make_spec(codec, **params), stats)
+    if not posted.progress():
+        eng.watch(posted)
+    return posted.request()
+
+
+def _receive(
+    eng: Engine, out: object, source: int, tag: int, spec: CodecSpec, stats: CommStats | None
+) -> Posted:
+    """Post a receive in the engine's inbox (matched by probe, taken whole: a message longer
+    than any frame out can take is refused, ``SettingsMismatchError``, and out is untouched)."""
     o = as_array(out, writable=True)
-    expect = _expect(make_spec(codec, **params), o)
-    buf = bytearray(expect.max_size())  # a larger message fails with MPI's truncation error
+    expect = _expect(spec, o)
     status = MPI.Status()
-    req = comm.Irecv([buf, MPI.BYTE], source=source, tag=tag)
+    slot = eng.inbox.post(source, tag)
 
     def finish() -> np.ndarray:
-        frame = memoryview(buf)[: status.Get_count(MPI.BYTE)]
+        frame = memoryview(slot.message())
+        sender = f"rank {status.Get_source()}"
+        refuse_oversize(frame.nbytes, expect, sender)
         if stats is not None:
             stats.moved(0, frame.nbytes)
-        return pycodecs.decompress(expect.check(frame, f"rank {status.Get_source()}"), out=o)
+        return pycodecs.decompress(expect.check(frame, sender), out=o)
 
-    what = f"receive from rank {source}"
-    return Posted(eng, [req], finish, what, status=status, keep=buf).request()
+    what = f"receive from {'any rank' if source == MPI.ANY_SOURCE else f'rank {source}'}"
+    return Posted(eng, [slot], finish, what, status=status, keep=slot)
 
 
 def _usable(comm: MPI.Comm | None):

@@ -2,16 +2,16 @@
 
 Posting at call time keeps the matching order the user wrote and lets both ranks post irecv
 before isend without deadlock. Each message carries a 16-byte trailer (magic, dtype, byte
-count) sent in the same MPI message through a struct datatype, so the sender makes no copy. The
-receiver takes the message into scratch, checks that the sender's dtype and size are what its
-tensor expects, and only then copies it into the tensor: on a mismatch it raises
-``SettingsMismatchError`` and the tensor keeps what it held. That copy (a memcpy: on 2 ranks of
-a 2-core machine nothing measurable at 4 KiB, about 0.3 ms on a 1 ms 4 MiB message) is the price
-of receives MPI completes on its own: a header checked before the data lands would have to be
-driven by someone before the data's receive could be posted, and a rank waiting on anything
-else would then leave the sender's send unfinished. Completion, deadlines, the broken mark and
-the buffers' lifetime are the group engine's (``pycomm.collectives.requests.Posted``): a
-receive that times out is cancelled and the group refuses further use.
+count) sent in the same MPI message through a struct datatype, so the sender makes no copy. A
+receive waits in the group's inbox (``pycomm.collectives.inbox``: matched by probe in MPI's
+order, progressed by the engine's thread) and takes its message whole into scratch of the
+message's size, so that a longer message than the tensor never lands past a buffer (Open MPI 5
+over UCX writes it there). The sender's dtype and size are checked, and only then is the
+scratch copied into the tensor: on a mismatch it raises ``SettingsMismatchError`` and the
+tensor keeps what it held. That copy costs a memcpy (on 2 ranks of a 2-core machine nothing
+measurable at 4 KiB, about 0.3 ms on a 1 ms 4 MiB message). Completion, deadlines, the broken
+mark and the buffers' lifetime are the group engine's (``pycomm.collectives.requests.Posted``):
+a receive that times out is cancelled and the group refuses further use.
 """
 
 from __future__ import annotations
@@ -71,19 +71,26 @@ def isend(engine: Engine, comm: MPI.Comm, t: torch.Tensor, dst: int, tag: int) -
 
 
 def irecv(engine: Engine, comm: MPI.Comm, t: torch.Tensor, src: int, tag: int) -> Posted:
+    """Post a receive into t in the group's inbox (``comm`` is the engine's own): matched by
+    probe and taken whole, so that no message is ever longer than its buffer."""
     nbytes = t.numel() * t.element_size()
-    scratch = np.empty(nbytes + _TRAILER.size, np.uint8)
     status = MPI.Status()
-    req = comm.Irecv([scratch, MPI.BYTE], src, tag)
+    slot = engine.inbox.post(src, tag)
 
     def finish() -> None:
-        got = status.Get_count(MPI.BYTE) - _TRAILER.size
-        magic, code, sent = _TRAILER.unpack_from(scratch, nbytes)  # the trailer if got == nbytes
-        if got != nbytes or magic != _MAGIC or sent != nbytes:
+        scratch = np.frombuffer(slot.message(), np.uint8)
+        got = scratch.nbytes - _TRAILER.size
+        if got != nbytes:
             raise SettingsMismatchError(
                 f"mpiucc: recv from rank {status.Get_source()} got {max(got, 0)} bytes where "
                 f"the tensor holds {nbytes} ({t.numel()} x {t.dtype}): sender and receiver "
                 "disagree on the size"
+            )
+        magic, code, sent = _TRAILER.unpack_from(scratch, nbytes)
+        if magic != _MAGIC or sent != nbytes:
+            raise SettingsMismatchError(
+                f"mpiucc: recv from rank {status.Get_source()}: a message of {nbytes} bytes "
+                "that no mpiucc send made"
             )
         if code != _dtype_code(t.dtype):
             raise SettingsMismatchError(
@@ -93,7 +100,10 @@ def irecv(engine: Engine, comm: MPI.Comm, t: torch.Tensor, src: int, tag: int) -
         _land(t, scratch[:nbytes])
 
     what = f"recv from {'any source' if src == MPI.ANY_SOURCE else src}"
-    return Posted(engine, [req], finish, what, status=status, keep=scratch)
+    posted = Posted(engine, [slot], finish, what, status=status, keep=slot)
+    if not posted.progress():  # the engine's thread matches it when nobody waits
+        engine.watch(posted)
+    return posted
 
 
 def _land(t: torch.Tensor, data: np.ndarray) -> None:

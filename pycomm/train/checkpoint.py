@@ -14,6 +14,12 @@ fsyncs and renames the folder, so a crash while saving leaves the previous check
 ``--resume`` takes the latest published checkpoint. World rank 0 checks it before anything is
 loaded (COMPLETE present, every rank's file there, the same layout, model, data, batch and
 codecs) and every rank raises the same ``CheckpointError`` if it does not fit.
+
+Only the dp degree may change, and only where every run is uncompressed: DCP reshards the
+model and optimizer, and each rank takes the rank file of its (tp, pp) place at dp rank
+``dp_rank % saved dp`` (the record so far and the RNG states, alike on every dp rank). A
+compressed run's error-feedback residuals belong to one rank's slice of the batch and do not
+reshard, so a dp change is refused there.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import torch
 import torch.distributed.checkpoint as dcp
 from mpi4py import MPI
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from pycomm.train.groups import Layout
 
 FORMAT = 1
 KEEP = 2  #: published checkpoints kept
@@ -63,6 +71,7 @@ class Checkpoints:
         self.log = log or (lambda text: None)
         self.comm = MPI.COMM_WORLD.Dup()
         self.rank = self.comm.Get_rank()
+        self.source_rank = self.rank  # whose rank file this rank resumes from
 
     def due(self, done: int, last: bool) -> bool:
         return last or (self.every > 0 and done % self.every == 0)
@@ -70,12 +79,16 @@ class Checkpoints:
     def check(self, resume: bool) -> int:
         """The step to start from: that of the latest checkpoint with ``resume``, else 0
         (refused where the folder holds another run's checkpoints)."""
-        problem, step = "", 0
+        problem, step, saved_dp = "", 0, None
         if self.rank == 0:
-            problem, step = self._examine(resume)
-        problem, step = self.comm.bcast((problem, step), root=0)
+            problem, step, saved_dp = self._examine(resume)
+        problem, step, saved_dp = self.comm.bcast((problem, step, saved_dp), root=0)
         if problem:
             raise CheckpointError(problem)
+        if saved_dp is not None:
+            self.source_rank = _source_rank(self.want["layout"], saved_dp, self.rank)
+            if self.rank == 0:
+                self.log(f"checkpoint: dp {saved_dp} -> {self.want['layout']['dp']} (resharded)")
         return step
 
     def save(self, done: int, runs: list) -> None:
@@ -109,7 +122,8 @@ class Checkpoints:
 
     def own(self, step: int) -> dict:
         """This rank's file of the checkpoint of ``step`` (``check`` passed)."""
-        return torch.load(self._path(step) / f"rank{self.rank:05d}.pt", weights_only=False)
+        path = self._path(step) / f"rank{self.source_rank:05d}.pt"
+        return torch.load(path, weights_only=False)
 
     def load(self, step: int, runs: list, own: dict) -> None:
         """Load the checkpoint of ``step`` into every run (made with ``own``'s layouts)."""
@@ -137,32 +151,74 @@ class Checkpoints:
     def _path(self, step: int) -> Path:
         return self.root / f"step-{step:06d}"
 
-    def _examine(self, resume: bool) -> tuple[str, int]:
-        """World rank 0: what is wrong with resuming (or with starting afresh) here."""
+    def _examine(self, resume: bool) -> tuple[str, int, int | None]:
+        """World rank 0: what is wrong with resuming (or with starting afresh) here; the step
+        to resume from, and the checkpoint's dp degree where it differs from this job's."""
         published = _published(self.root)
         if not resume:
             if published:
-                return f"{self.root} holds checkpoints already: add --resume, or use another", 0
-            return "", 0
+                return (
+                    f"{self.root} holds checkpoints already: add --resume, or use another",
+                    0,
+                    None,
+                )
+            return "", 0, None
         if not published:
-            return f"--resume: no checkpoint in {self.root}", 0
+            return f"--resume: no checkpoint in {self.root}", 0, None
         latest = published[-1]
         try:
             saved = json.loads((latest / "COMPLETE").read_text())
         except (OSError, ValueError) as exc:
-            return f"--resume: {latest} is incomplete (its COMPLETE: {exc})", 0
+            return f"--resume: {latest} is incomplete (its COMPLETE: {exc})", 0, None
+        saved_dp = _dp_change(saved, self.want)
+        if saved_dp is not None and not _uncompressed(saved):
+            return (
+                f"--resume: {latest} was written with dp {saved_dp}, this job has dp "
+                f"{self.want['layout']['dp']}: the error-feedback residuals of its compressed "
+                "runs belong to one rank's slice of the batch and cannot be resharded (only "
+                "uncompressed runs resume on another dp); resume with the same dp",
+                0,
+                None,
+            )
         differ = [
             f"{k}: {json.dumps(saved.get(k))} in the checkpoint, {json.dumps(v)} in this job"
             for k, v in self.want.items()
-            if saved.get(k) != v
+            if saved.get(k) != v and (saved_dp is None or k not in ("ranks", "layout"))
         ]
         if differ:
-            return f"--resume: {latest} does not fit this job: " + "; ".join(differ), 0
-        parts = ["model/.metadata"] + [f"rank{r:05d}.pt" for r in range(self.want["ranks"])]
+            return f"--resume: {latest} does not fit this job: " + "; ".join(differ), 0, None
+        parts = ["model/.metadata"] + [f"rank{r:05d}.pt" for r in range(saved["ranks"])]
         missing = [p for p in parts if not (latest / p).is_file()]
         if missing:
-            return f"--resume: {latest} is incomplete: {', '.join(missing)} missing", 0
-        return "", int(saved["step"])
+            return f"--resume: {latest} is incomplete: {', '.join(missing)} missing", 0, None
+        return "", int(saved["step"]), saved_dp
+
+
+def _dp_change(saved: dict, want: dict) -> int | None:
+    """The checkpoint's dp degree if it and nothing else of the layout differs from want's."""
+    a, b = saved.get("layout"), want["layout"]
+    if not isinstance(a, dict) or a.get("dp") == b["dp"]:
+        return None
+    if any(a.get(k) != b[k] for k in b if k != "dp") or not isinstance(a["dp"], int):
+        return None
+    return a["dp"]
+
+
+def _uncompressed(saved: dict) -> bool:
+    """Whether every run of a checkpoint was uncompressed (no state beyond model and
+    optimizer that belongs to one dp rank)."""
+    runs = saved.get("runs")
+    return isinstance(runs, dict) and all(
+        all(c == "none" for c in codecs.values()) for codecs in runs.values()
+    )
+
+
+def _source_rank(layout: dict, saved_dp: int, rank: int) -> int:
+    """The world rank of the saved layout whose rank file ``rank`` of ``layout`` resumes from:
+    the same tp and pp place, dp rank modulo the saved dp."""
+    now = Layout(layout["dp"], layout["tp"], layout["pp"])
+    dp_rank, tp_rank, pp_rank = now.coords(rank)
+    return Layout(saved_dp, now.tp, now.pp).rank(dp_rank % saved_dp, tp_rank, pp_rank)
 
 
 def _dcp_state(runs: list) -> dict:

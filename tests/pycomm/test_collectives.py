@@ -30,3 +30,7 @@ def test_runtime_defects_stay_fixed() -> None:
 def test_point_to_point_contracts_hold() -> None:
     """Dropped requests keep their buffers until MPI is done; a mismatched receive leaves out."""
     assert "p2p contracts: passed" in run_mpi(SCRIPTS / "check_p2p_contracts.py", 2, timeout=120)
+
+
+def test_posted_receives_progress_keep_mpi_order_and_refuse_oversized_messages() -> None:
+    assert "p2p matching: passed" in run_mpi(SCRIPTS / "check_p2p_matching.py", 2, timeout=120)

@@ -183,8 +183,35 @@ def test_resume_refuses_another_layout_on_every_rank(
     ck = ["--checkpoint-dir", str(base / "ck")]
     proc = train(2, ["--steps", str(steps), *args, "--resume", *ck], timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("does not fit this job") == 1, proc.stderr
-    assert '"dp": 1, "tp": 2' in proc.stderr and '"dp": 2, "tp": 2' in proc.stderr
+    assert proc.stderr.count("cannot be resharded") == 1, proc.stderr
+    assert "written with dp 2, this job has dp 1" in proc.stderr, proc.stderr
+
+
+def test_uncompressed_run_resumes_on_another_dp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An uncompressed run stopped on dp 2 and resumed on dp 4 (DCP reshards): the losses up to
+    the stop are the straight run's, those after differ only by the reduction order."""
+    steps, small = 6, ["--eval-every", "100"]
+    straight = tmp_path_factory.mktemp("dp2-straight")
+    train_ok(2, ["--steps", str(steps), *small, *paths(straight)])
+    resumed = tmp_path_factory.mktemp("dp2-to-dp4")
+    train_ok(2, ["--steps", str(steps), "--stop-after", "3", *small, *paths(resumed)])
+    proc = train(4, ["--steps", str(steps), "--resume", *small, *paths(resumed)])
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    assert "dp 2 -> 4 (resharded)" in proc.stdout, proc.stdout
+    (a,) = json.loads((straight / "out" / "metrics.json").read_text())["runs"]
+    (b,) = json.loads((resumed / "out" / "metrics.json").read_text())["runs"]
+    assert a["train_loss"][:3] == b["train_loss"][:3]
+    rel = [abs(x - y) / abs(x) for x, y in zip(a["train_loss"], b["train_loss"], strict=True)]
+    print(f"dp 2 -> 4 after step 3: largest relative loss difference {max(rel):.2e}")
+    assert max(rel) < 1e-4, rel  # another reduction order: close, not the same bits
+    pa = checkpoint_tensors(straight / "ck" / f"step-{steps:06d}")
+    pb = checkpoint_tensors(resumed / "ck" / f"step-{steps:06d}")
+    assert pa.keys() == pb.keys()
+    worst = max(
+        float((pa[k] - pb[k]).abs().max()) for k in pa if torch.is_tensor(pa[k]) and pa[k].numel()
+    )
+    print(f"dp 2 -> 4: largest parameter or optimizer-state difference {worst:.2e}")
+    assert worst < 1e-3, worst
 
 
 def checkpoints_of(root: Path, want: dict) -> Checkpoints:
@@ -206,11 +233,16 @@ def test_resume_checks_what_it_takes(
     (root / ".tmp-step-000009").mkdir()  # a save that crashed: ignored
     ck = checkpoints_of(root, want)
     try:
-        assert ck._examine(resume=True) == ("", steps)
+        assert ck._examine(resume=True) == ("", steps, None)
         assert "holds checkpoints already" in ck._examine(resume=False)[0]
         other = checkpoints_of(root, {**want, "runs": {"compressed": {"dp": "ebq:rms:0.001"}}})
         assert "does not fit this job: runs:" in other._examine(resume=True)[0]
         other.close()
+        layout = want["layout"]
+        for change, says in (({"tp": 1}, "does not fit this job"), ({"dp": 1}, "resharded")):
+            other = checkpoints_of(root, {**want, "ranks": 2, "layout": {**layout, **change}})
+            assert says in other._examine(resume=True)[0], change
+            other.close()
         (root / latest.name / "rank00003.pt").unlink()
         assert "rank00003.pt missing" in ck._examine(resume=True)[0]
         (root / latest.name / "COMPLETE").unlink()

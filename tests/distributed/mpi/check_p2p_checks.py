@@ -1,7 +1,8 @@
 """The backend's send/recv check what arrives (issue 12, defect 3): run on 2 ranks.
 
-A short message, a message of another dtype and a receive that times out each raise, instead of
-leaving a garbage tail, taking foreign bytes as values, or a receive posted in a usable group.
+A short message, a long one, a message of another dtype and a receive that times out each
+raise, instead of leaving a garbage tail, writing past a buffer, taking foreign bytes as values,
+or a receive posted in a usable group.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def expect_mismatch(what: str, says: str, call) -> None:
 
 if RANK == 0:
     dist.send(torch.arange(5, dtype=torch.float32), dst=PEER, tag=1)
+    dist.send(torch.ones(1 << 20), dst=PEER, tag=1)
     dist.send(torch.arange(6, dtype=torch.float64), dst=PEER, tag=2)
     dist.send(torch.arange(4, dtype=torch.float32), dst=PEER, tag=3)
 else:
@@ -36,6 +38,12 @@ else:
     expect_mismatch(
         "5 floats into 10", "disagree on the size", lambda: dist.recv(short, src=PEER, tag=1)
     )
+    # 4 MiB into 40 bytes: taken whole, refused on this rank (Open MPI 5 over UCX wrote a
+    # truncated message past the receive's buffer), the tensor untouched.
+    expect_mismatch(
+        "4 MiB into 10 floats", "got 4194304 bytes", lambda: dist.recv(short, src=PEER, tag=1)
+    )
+    assert torch.all(short == -1.0), "a refused message reached the tensor"
     foreign = torch.empty(12, dtype=torch.float32)
     expect_mismatch(
         "6 doubles into 12 floats",
