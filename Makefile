@@ -59,6 +59,7 @@ fuzz-short: $(VENV)/.deps
 	fi
 
 test-py: build
+	$(PY) -c "from pycomm.collectives import hot; s = hot.status(); print(s); assert s.startswith('compiled'), s"
 	$(PY) -m pytest -q tests
 
 # pycomm's UCC layer: UCC built from ../shared/third_party against UCX from its wheel

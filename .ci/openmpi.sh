@@ -14,6 +14,8 @@ if [ ! -f "$VENV/.deps" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps -e .
 "$VENV/bin/mpiexec" --version | head -1
+# the compiled path is built against this venv's Open MPI (cmake/hot.cmake), and taken
+"$VENV/bin/python" -c "from pycomm.collectives import hot; s = hot.status(); print(s); assert s == 'compiled for openmpi'"
 # As root, and more ranks than cores (NOTES.md): Open MPI refuses both unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
@@ -21,7 +23,7 @@ export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
 # run on 2 ranks only here (MPICH runs them on 3 and 4 too); every test on its smallest form stays.
 B=tests/distributed/test_backend.py
 exec "$VENV/bin/python" -m pytest -q --timeout 600 "$@" \
-    tests/pycomm/test_collectives.py tests/pycomm/test_faults.py \
+    tests/pycomm/test_collectives.py tests/pycomm/test_faults.py "tests/pycomm/test_hot.py::test_compiled_path_keeps_the_contracts[2]" \
     "$B" tests/hooks/test_ddp_hooks.py \
     tests/train/test_train.py::test_short_compressed_run_stays_near_baseline \
     --deselect "$B::test_compression_policy_trains_close_to_exact_and_checkpoints[4]" \

