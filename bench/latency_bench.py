@@ -2,7 +2,8 @@
 
     mpiexec -n 2 python bench/latency_bench.py [--sizes 8:64M] [--rounds 5] [--json PATH]
 
-Side by side in one run, on the same float32 data: MPI_Allreduce (mpi4py, blocking),
+Side by side in one run, on the same float32 data: MPI_Allreduce (mpi4py, blocking), the
+same after a 160-byte MAX allreduce (the least the contract's agreement can cost),
 ``pycomm.allreduce`` with codec "none", with "auto:rms:1e-2" once its key has settled (raw on
 a fast link; the ``path`` column says whether its calls took the compiled path), and the torch
 backend's ``dist.all_reduce`` on an ``mpiucc`` group. Two ways: back to back (many calls in a
@@ -27,7 +28,7 @@ from mpi4py import MPI
 import pycomm
 import pycomm.distributed  # noqa: F401  (registers the mpiucc backend)
 from pycomm.collectives import hot
-from pycomm.collectives.engine import engine_of
+from pycomm.collectives.engine import AGREED_MAXIMA, engine_of
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
@@ -36,8 +37,15 @@ AUTO = "auto:rms:1e-2"
 
 def variants(x: np.ndarray, out: np.ndarray) -> dict:
     t = torch.from_numpy(out)
+    check = np.zeros(3 + AGREED_MAXIMA)
+
+    def checked() -> None:  # what the contract's agreement costs at the least: MPI's own
+        COMM.Allreduce(MPI.IN_PLACE, check, op=MPI.MAX)
+        COMM.Allreduce(x, out, op=MPI.SUM)
+
     return {
         "MPI": lambda: COMM.Allreduce(x, out, op=MPI.SUM),
+        "MPI+check": checked,
         "none": lambda: pycomm.allreduce(x, codec="none", out=out),
         "auto": lambda: pycomm.allreduce(x, codec=AUTO, out=out),
         "backend": lambda: dist.all_reduce(t),
@@ -102,13 +110,13 @@ def main() -> None:
               f"{hot.status()}")  # fmt: skip
         for way in ("b2b", "barrier"):
             print(f"\n{'back to back' if way == 'b2b' else 'after a barrier'} (us; x MPI)")
-            print(f"{'bytes':>10} {'MPI':>9} {'none':>15} {'auto':>15} {'backend':>15} path")
+            names = ("MPI+check", "none", "auto", "backend")
+            print(f"{'bytes':>10} {'MPI':>9} " + " ".join(f"{n:>15}" for n in names) + " path")
             for r in rows:
                 us = r["us"]
                 mpi = us[f"MPI {way}"]
                 cells = " ".join(
-                    f"{us[f'{n} {way}']:8.1f} {us[f'{n} {way}'] / mpi:5.2f}x"
-                    for n in ("none", "auto", "backend")
+                    f"{us[f'{n} {way}']:8.1f} {us[f'{n} {way}'] / mpi:5.2f}x" for n in names
                 )
                 path = "compiled" if r["compiled"] else "python"
                 print(f"{r['bytes']:>10} {mpi:9.1f} {cells}  {path}")

@@ -16,9 +16,9 @@ raw and the model's ``TRIED`` best others (``cost.ranked``: predicted encode, de
 and bytes, from ``calibration``, ``link`` and the key's last frames) are measured, the fastest
 is kept; a compressed one must beat raw's time by ``MARGIN``. The model orders the trials and
 skips hopeless ones (``HOPELESS``); it never overrides a measurement. The kept candidate runs
-``REFRESH`` calls (doubling while re-measuring keeps it, up to ``MAX_REFRESH``), then the
-candidates are measured again: a bounded share of calls re-checks them as the link or the data
-change.
+until timing the others again would cost ``RECHECK_SHARE`` of its calls' time (``_refresh``:
+``REFRESH`` to ``MAX_REFRESH`` calls), then the candidates are measured again: a bounded share
+of the time re-checks them as the link or the data change.
 
 Every input to the choice goes through the agreement every collective makes anyway (one MAX
 allreduce, ``Engine.agree``): the times, the bound's statistics and this rank's figures, so the
@@ -69,7 +69,10 @@ PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
 MAX_KEYS = 4096
 #: Calls of a key that take its kept candidate before the next full decision: ``REFRESH`` at
 #: first, doubled (up to ``MAX_REFRESH``) each time a full decision repeats the last one.
-REFRESH, MAX_REFRESH = 16, 256
+REFRESH, MAX_REFRESH = 16, 1024
+#: The share of a key's time that timing its other candidates again may take: the kept pick
+#: runs until the trials' measured excess over it is this share of its calls (``_refresh``).
+RECHECK_SHARE = 0.05
 #: Candidates besides raw a key's measurements try: the model's fastest.
 TRIED = 2
 #: Calls each tried candidate is timed in (``Seen.measured``).
@@ -131,7 +134,7 @@ class Seen:
         equal hold the same state (the count of agreed times stands for the times), so they
         take the same path and the same decision."""
         kept, last, trying = CODES[self.current()], CODES[self.last], CODES[self.trying]
-        state = self.since + 512 * (self.refresh + 512 * (self.samples % 1024))
+        state = self.since + 2048 * (self.refresh + 2048 * (self.samples % 1024))
         return 1.0 + kept + 8 * last + 64 * trying + 512 * state
 
     def forget(self) -> None:
@@ -161,11 +164,14 @@ class Seen:
         """This call tries ``name`` (its time is agreed by the next call)."""
         self.kept, self.trying, self.since = None, name, 0
 
-    def decided(self, name: str, keep: bool) -> None:
-        """A full decision picked ``name``, kept (``keep``) for ``REFRESH`` calls, twice as
-        long as the last time where it repeats the last kept pick (up to ``MAX_REFRESH``)."""
+    def decided(self, name: str, keep: bool, refresh: int | None = None) -> None:
+        """A full decision picked ``name``, kept (``keep``) for ``refresh`` calls; without
+        one (a sender's key, ``auto_frames``), ``REFRESH`` calls, twice as long as the last
+        time where it repeats the last kept pick (up to ``MAX_REFRESH``)."""
         repeated = keep and name == self.last
-        self.refresh = min(2 * self.refresh, MAX_REFRESH) if repeated else REFRESH
+        if refresh is None:
+            refresh = min(2 * self.refresh, MAX_REFRESH) if repeated else REFRESH
+        self.refresh = refresh
         self.kept = self.last = name if keep else None
         self.since = 0
 
@@ -317,13 +323,24 @@ def _decide(
     name, keep = _measured(entry, ranking)
     if keep:  # raw only with room to spare in the bound
         room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
-        entry.decided(name, keep=room)
+        entry.decided(name, keep=room, refresh=_refresh(entry, name))
     else:
         entry.trial(name)
     if name == "raw":
         return _raw(spec, top, ranks, a.dtype, limit, key)
     chosen = spec_of(spec, name)
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
+
+
+def _refresh(entry: Seen, kept: str) -> int:
+    """The calls a kept pick runs before its candidates are timed again: as many as make the
+    next round's measured excess (each other candidate's time over the kept one's, ``TIMINGS``
+    times) ``RECHECK_SHARE`` of their time, within [``REFRESH``, ``MAX_REFRESH``]. Candidates
+    much slower than the pick are re-timed rarely; close ones often."""
+    best = entry.times[kept]
+    excess = TIMINGS * sum(max(t - best, 0.0) for t in entry.times.values())
+    calls = excess / (RECHECK_SHARE * best) if best > 0 else MAX_REFRESH
+    return int(min(max(REFRESH, calls), MAX_REFRESH))
 
 
 def _measured(entry: Seen, ranking: list[tuple[str, float]]) -> tuple[str, bool]:
