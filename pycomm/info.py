@@ -130,7 +130,7 @@ def info() -> dict[str, Any]:
     (``hot.status()``), ``mpi_error`` (why the MPI
     fields are None, else None), ``simd_level`` (None when pycodecs is not built), ``torch``
     (installed version, not imported), ``extras`` (``pycomm.extras.extras_present()``),
-    ``auto``: codec="auto"'s measured link and codec figures and what it would choose for
+    ``auto``: codec="auto"'s measured link and codec figures and what its model would try first for
     64 KiB, 1 MiB and 64 MiB (``pycomm.collectives.auto.preview``; None without MPI or codecs).
     """
     from pycomm.extras import extras_present
@@ -282,5 +282,5 @@ def _auto_rows(auto: dict[str, Any] | None) -> list[tuple[str, str]]:
         ("auto: link", f"{link['latency_us']:.1f} us, {link['bandwidth_gbit_s']:.2f} Gbit/s"
          f" ({measured}; none: first guess)"),
         ("auto: codecs", f"{codecs} (encode + decode, this CPU)"),
-        ("auto: would choose", f"{choices} ({auto['contract']}, {auto['ranks']} ranks, mean)"),
+        ("auto: tries first", f"{choices} ({auto['contract']}, {auto['ranks']} ranks, mean)"),
     ]  # fmt: skip

@@ -471,9 +471,9 @@ def spec_of(spec: CodecSpec, name: str) -> CodecSpec:
 
 
 def preview(comm: MPI.Comm | None = None, text: str = "auto:rel:1e-3", sizes=PREVIEW_SIZES) -> dict:
-    """What auto would choose now on comm (COMM_WORLD; taken as 2 ranks when alone) for a
-    float32 mean of each of ``sizes`` bytes of data spanning [-1, 1], from this rank's figures
-    alone (no communication): for ``mpiucc info``."""
+    """What auto's model would try first now on comm (COMM_WORLD; taken as 2 ranks when
+    alone) for a float32 mean of each of ``sizes`` bytes of data spanning [-1, 1], from this
+    rank's figures alone (no communication): for ``mpiucc info``."""
     from pycomm.collectives.bound import rank_bound
     from pycomm.collectives.engine import engine_of
     from pycomm.collectives.plan import choose as plan

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -81,27 +81,12 @@ def choose_frame(
     return _fastest(raw_t, timed)
 
 
-def choose(
-    fig: Figures,
-    *,
-    count: int,
-    dtype: np.dtype,
-    ranks: int,
-    mean: bool,
-    bound: float,
-    top: float,
-    rank_bound: float | None,
-    casts: bool,
-    algorithm_of: Callable[[str], str],
-) -> str:
-    """The candidate of least predicted time that keeps the bound (a pure function; the
-    arguments as ``ranked``'s)."""
-    if ranks < 2:
+def choose(fig: Figures, **kw: Any) -> str:
+    """The candidate of least predicted time that keeps the bound (``ranked``'s keywords; a
+    pure function): raw, or the fastest other if it beats raw by ``MARGIN``."""
+    if kw["ranks"] < 2:
         return "raw"
-    ranking = ranked(
-        fig, count=count, dtype=dtype, ranks=ranks, mean=mean, bound=bound, top=top,
-        rank_bound=rank_bound, casts=casts, algorithm_of=algorithm_of,
-    )  # fmt: skip
+    ranking = ranked(fig, **kw)
     raw_t = dict(ranking)["raw"]
     return _fastest(raw_t, ((name, t) for name, t in ranking if name != "raw"))
 

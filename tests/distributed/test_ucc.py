@@ -110,6 +110,7 @@ def test_ucc_with_the_layer() -> None:
         ("check_subgroups.py", 3, "subgroups: passed", "ucc"),
         ("check_async_p2p.py", 2, "async and point-to-point: passed", "ucc"),
         ("check_ddp.py", 2, "DDP: passed", "ucc"),
+        ("check_mesh.py", 2, "passed", "ucc"),  # DeviceMesh, FSDP2 and TP against gloo
         ("check_timeout.py", 3, "timeouts: passed", "ucc"),
         ("check_mismatch.py", 3, "mismatch: passed", "ucc"),
         ("check_collectives.py", 3, "collectives: passed", "auto"),

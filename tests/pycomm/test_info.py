@@ -82,4 +82,4 @@ def test_info_shows_what_auto_would_choose(tmp_path) -> None:
     )
     assert found["link"]["bandwidth_gbit_s"] > 0 and found["codec_speeds"]["ebq_fast"] > 0
     out = run_python("import sys; from pycomm.cli import main; sys.exit(main(['info']))")
-    assert "auto: link" in out and "auto: would choose" in out
+    assert "auto: link" in out and "auto: tries first" in out
