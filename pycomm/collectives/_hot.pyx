@@ -160,7 +160,7 @@ cdef class Allreduce:
                                      comm.ob_mpi, &req)
                 if not err:
                     err = _spin(&req, self.spin_s, &done)
-            self._finish(err, done, &req, "settings check of " + self.label)
+            _finish(self.engine, err, done, &req, "settings check of " + self.label, None)
             if v[2] != 0 or v[0] != -v[1]:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
             if self.entry is not None and v[3] != -v[4]:  # the ranks remember it differently
@@ -172,7 +172,7 @@ cdef class Allreduce:
                                  <int>self.count, self.dtype, MPI_SUM, comm.ob_mpi, &req)
             if not err:
                 err = _spin(&req, self.spin_s, &done)
-        self._finish(err, done, &req, "allreduce")
+        _finish(self.engine, err, done, &req, "allreduce", None)
         if self.mean:
             with nogil:
                 _divide(ov.buf, self.count, self.ranks, self.is_double)
@@ -185,18 +185,20 @@ cdef class Allreduce:
             _count(stats, self.nbytes, self.ranks, _now() - t0)
         return res
 
-    cdef _finish(self, int err, int done, MPI_Request *req, what):
-        """After the spin: MPI's error raised (the engine's rule), or the rest of the wait
-        made by the engine (its timeout and broken mark)."""
-        cdef MPI.Request pending
-        if err:
-            exc = MPI.Exception(err)
-            self.engine.failed_in_mpi(what, exc)
-            raise exc
-        if not done:
-            pending = MPI.Request.__new__(MPI.Request)
-            pending.ob_mpi = req[0]
-            self.engine.wait([pending], what)
+
+
+cdef _finish(engine, int err, int done, MPI_Request *req, what, deadline):
+    """After the spin: MPI's error raised (the engine's rule), or the rest of the wait made
+    by the engine (its timeout, or ``deadline``, and its broken mark)."""
+    cdef MPI.Request pending
+    if err:
+        exc = MPI.Exception(err)
+        engine.failed_in_mpi(what, exc)
+        raise exc
+    if not done:
+        pending = MPI.Request.__new__(MPI.Request)
+        pending.ob_mpi = req[0]
+        engine.wait([pending], what, deadline)
 
 
 cdef class InPlace:
@@ -224,20 +226,14 @@ cdef class InPlace:
         cdef int err = 0, done = 0
         cdef int count = <int>(nbytes // self.extent)
         cdef MPI.Comm comm = self.comm
-        cdef MPI.Request pending
         with nogil:
             err = MPI_Iallreduce(MPI_IN_PLACE, <void *>address, count, self.dtype, self.op,
                                  comm.ob_mpi, &req)
             if not err:
                 err = _spin(&req, self.spin_s, &done)
-        if err:
-            exc = MPI.Exception(err)
-            self.engine.failed_in_mpi("allreduce", exc)
-            raise exc
-        if not done:
-            pending = MPI.Request.__new__(MPI.Request)
-            pending.ob_mpi = req
-            self.engine.wait([pending], "allreduce", time.monotonic() + self.timeout_of(opts))
+        if err or not done:
+            deadline = None if err else time.monotonic() + self.timeout_of(opts)
+            _finish(self.engine, err, done, &req, "allreduce", deadline)
 
 
 cdef bint _matches(Py_buffer *b, Py_ssize_t nbytes, char fmt) noexcept:
