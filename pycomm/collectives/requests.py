@@ -56,9 +56,18 @@ class Request:
             self._posted.progress()
         return self._future.done()
 
+    def done(self) -> bool:
+        """Whether the operation has completed (drives nothing, unlike ``test``)."""
+        return self._future.done()
+
     def add_done_callback(self, fn: Callable[[Request], Any]) -> None:
         """Call fn(self) once the operation is done (on the thread that completes it)."""
         self._future.add_done_callback(lambda _: fn(self))
+        self.progress_in_background()
+
+    def progress_in_background(self) -> None:
+        """Have the engine's thread drive the operation to completion, so that it moves while
+        this thread computes (a queued collective does already)."""
         if self._posted is not None and not self._future.done():
             self._posted.engine.watch(self._posted)
 
