@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DMPIUCC_WERROR=ON
 endif
 
-.PHONY: demo test test-c test-sanitize test-tsan fuzz-short test-py test-wheel test-ucc build bench lint clean
+.PHONY: demo test test-c test-sanitize test-tsan fuzz-short test-py docs test-wheel test-ucc build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -22,7 +22,7 @@ $(VENV)/.deps: requirements-dev.txt
 build: $(VENV)/.deps
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
-test: test-c test-sanitize fuzz-short test-py test-wheel
+test: test-c test-sanitize fuzz-short test-py docs test-wheel
 
 test-c: $(VENV)/.deps
 	$(VENV)/bin/cmake -S . -B $(CBUILD) $(NINJA) $(CMAKE_FLAGS)
@@ -61,6 +61,12 @@ fuzz-short: $(VENV)/.deps
 test-py: build
 	$(PY) -c "from pycomm.collectives import hot; s = hot.status(); print(s); assert s.startswith('compiled'), s"
 	$(PY) -m pytest -q tests
+
+# The docs site (docs/, Sphinx + MyST) into build/docs with warnings as errors, then every code
+# example of its pages (docs/run_examples.py: single-process ones here, MPI ones on 2 ranks).
+docs: build
+	$(VENV)/bin/sphinx-build -q -E -W --keep-going -b html docs build/docs
+	$(PY) docs/run_examples.py
 
 # pycomm's UCC layer: UCC built from ../shared/third_party against UCX from its wheel
 # (tools/build_ucc.sh; once, then kept in UCC_PREFIX), the package rebuilt against it, and the
