@@ -94,8 +94,8 @@ bench: build test-c
 	$(PY) bench/codec_bench.py
 
 lint: $(VENV)/.deps
-	$(VENV)/bin/ruff check codecs pycomm tests bench
-	$(VENV)/bin/ruff format --check codecs pycomm tests bench
+	$(VENV)/bin/ruff check codecs pycomm tests bench docs
+	$(VENV)/bin/ruff format --check codecs pycomm tests bench docs
 
 clean:
 	rm -rf build $(VENV)

@@ -118,7 +118,8 @@ def run_mpi(blocks: list[Example], scratch: Path) -> None:
         proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
                               timeout=MPI_TIMEOUT)  # fmt: skip
     except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"the MPI examples hung (> {MPI_TIMEOUT} s)\n{exc.stdout}\n{exc.stderr}")
+        why = f"the MPI examples hung (> {MPI_TIMEOUT} s)\n{exc.stdout}\n{exc.stderr}"
+        raise RuntimeError(why) from None
     if proc.returncode != 0:
         raise RuntimeError(f"the MPI examples failed (exit {proc.returncode})\n"
                            f"{proc.stdout}\n{proc.stderr}")  # fmt: skip
@@ -135,7 +136,9 @@ def mpi_worker(spec: Path) -> None:
             _end_page()
             page = page_of
         try:
-            exec(compile(code, where, "exec"), namespaces.setdefault(page, {"__name__": "__main__"}))
+            exec(
+                compile(code, where, "exec"), namespaces.setdefault(page, {"__name__": "__main__"})
+            )
         except BaseException:
             traceback.print_exc()
             sys.stderr.write(f"rank {MPI.COMM_WORLD.rank}: {where} failed\n")

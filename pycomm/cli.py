@@ -23,8 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("train", help="train a GPT with dp x tp x pp over compressed MPI (--help)")
     args = parser.parse_args(argv)
     if args.command == "info":
+        from pycomm.job_info import gather
+
         found = info()
-        print(json.dumps(found, indent=2) if args.json else format_info(found))
+        if gather(found):  # under a launcher: rank 0 prints every rank's facts
+            print(json.dumps(found, indent=2) if args.json else format_info(found))
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from importlib import metadata
@@ -141,12 +142,29 @@ def info() -> dict[str, Any]:
         "mpi4py": _version("mpi4py"),
         **_mpi(),
         "simd_level": _simd_level(),
+        "host": socket.gethostname(),
+        "cores": _cores(),
         "torch": _version("torch"),
         "torch_ucc": None if torch_dist is None else bool(torch_dist.is_ucc_available()),
         "ucc_layer": ucc_layer(),
         "extras": extras_present(),
         "auto": _auto(),
     }
+
+
+def _cores() -> dict[str, int | None]:
+    """The cores this process may run on, the machine's, and the threads an ebq call takes."""
+    try:
+        usable: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    try:
+        from pycodecs import default_threads
+
+        threads: int | None = default_threads()
+    except ImportError:
+        threads = None
+    return {"usable": usable, "machine": os.cpu_count(), "codec_threads": threads}
 
 
 def ucc_layer() -> dict[str, Any]:
@@ -195,9 +213,74 @@ def _auto() -> dict[str, Any] | None:
     return preview()
 
 
+#: The rows of ``mpiucc info`` that may differ from rank to rank: under a launcher each rank's
+#: are gathered (``pycomm.job_info``) and shown once where they agree.
+PER_RANK = (
+    "host",
+    "cores",
+    "collectives via UCC",
+    "compiled allreduce",
+    "codec SIMD level",
+    "pycomm UCC layer",
+)
+
+
 def format_info(found: dict[str, Any]) -> str:
-    """``info()`` as the lines ``mpiucc info`` prints."""
+    """``info()`` as the lines ``mpiucc info`` prints; with ``found["ranks"]`` (each rank's
+    ``rank_rows``, gathered by ``pycomm.job_info``), the per-rank rows of every rank."""
+    rows = _rows(found)
+    ranks = found.get("ranks")
+    if ranks:
+        rows = [merged for row in rows for merged in _merge(row, ranks)]
+        rows.insert(1, ("ranks", f"{len(ranks)} (MPI_COMM_WORLD)"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def rank_rows(found: dict[str, Any]) -> dict[str, str]:
+    """The rows of ``format_info`` that may differ between ranks (``PER_RANK``), by label."""
+    return {k: v for k, v in _rows(found) if k in PER_RANK}
+
+
+def _merge(row: tuple[str, str], ranks: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """A per-rank row as one line where every rank agrees, else a line per distinct value
+    naming its ranks."""
+    label, _ = row
+    if label not in PER_RANK:
+        return [row]
+    by_value: dict[str, list[int]] = {}
+    for rank, rows in enumerate(ranks):
+        by_value.setdefault(rows.get(label, "-"), []).append(rank)
+    if len(by_value) == 1:
+        return [(label, f"{next(iter(by_value))} (same on all ranks)")]
+    return [
+        (label if i == 0 else "", f"{_ranks(members)}: {value}")
+        for i, (value, members) in enumerate(by_value.items())
+    ]
+
+
+def _ranks(members: list[int]) -> str:
+    """[0, 1, 2, 5] as "ranks 0-2, 5"."""
+    spans: list[list[int]] = []
+    for r in members:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+    return ("rank " if len(members) == 1 else "ranks ") + text
+
+
+def _rows(found: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("mpiucc", found["mpiucc"])]
+    cores = found.get("cores") or {}
+    if "host" in found:
+        rows.append(("host", found["host"]))
+    if cores:
+        usable = "?" if cores["usable"] is None else cores["usable"]
+        threads = cores["codec_threads"]
+        rows.append(("cores", f"{usable} usable of {cores['machine']}"
+                     + ("" if threads is None else f", codec threads {threads}")))  # fmt: skip
     if found["mpi_vendor"] is None:
         rows.append(("MPI library", f"not available ({found['mpi_error']})"))
     else:
@@ -222,8 +305,7 @@ def format_info(found: dict[str, Any]) -> str:
         state = "yes" if not lack else f"no ({', '.join(lack)} missing)"
         rows.append((f"extra [{extra}]", state + (f": {', '.join(have)}" if have else "")))
     rows += _auto_rows(found.get("auto"))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    return rows
 
 
 def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
