@@ -15,15 +15,13 @@ project = "mpiucc"
 copyright = "the mpiucc authors"
 release = "0.1.0"
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.autosummary"]
+extensions = ["myst_parser", "sphinx.ext.autodoc"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["README.md"]
 
 myst_heading_anchors = 4  # [text](page.md#a-heading) links, as GitHub makes them
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autosummary_generate = False
 
 html_theme = "furo"
 html_title = "mpiucc"

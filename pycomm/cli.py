@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from pycomm.info import format_info, info, mpiucc_version
+from pycomm.info import info, mpiucc_version
+from pycomm.info_report import format_info, gather
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,8 +24,6 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("train", help="train a GPT with dp x tp x pp over compressed MPI (--help)")
     args = parser.parse_args(argv)
     if args.command == "info":
-        from pycomm.job_info import gather
-
         found = info()
         if gather(found):  # under a launcher: rank 0 prints every rank's facts
             print(json.dumps(found, indent=2) if args.json else format_info(found))

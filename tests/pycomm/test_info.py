@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mpi_launch import run_mpi
 
-from pycomm.info import PER_RANK
+from pycomm.info_report import PER_RANK
 
 pytest.importorskip("mpi4py")
 
@@ -112,7 +112,8 @@ def test_info_under_mpiexec_shows_each_rank_where_they_differ() -> None:
 
 
 def test_format_info_groups_ranks_by_value() -> None:
-    from pycomm.info import format_info, info
+    from pycomm.info import info
+    from pycomm.info_report import format_info
 
     found = info()
     found["ranks"] = [{"host": h} for h in ("a", "a", "a", "b", "a")]
