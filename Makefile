@@ -62,11 +62,13 @@ test-py: build
 	$(PY) -c "from pycomm.collectives import hot; s = hot.status(); print(s); assert s.startswith('compiled'), s"
 	$(PY) -m pytest -q tests
 
-# The docs site (docs/, Sphinx + MyST) into build/docs with warnings as errors, then every code
-# example of its pages (docs/run_examples.py: single-process ones here, MPI ones on 2 ranks).
+# The docs site (docs/, Sphinx + MyST) into build/docs with warnings as errors, and beside it
+# every code example of its pages (docs/run_examples.py: single-process ones here, MPI ones on
+# 2 ranks); fails if either does.
 docs: build
-	$(VENV)/bin/sphinx-build -q -E -W --keep-going -b html docs build/docs
-	$(PY) docs/run_examples.py
+	@$(VENV)/bin/sphinx-build -q -E -W --keep-going -b html docs build/docs & site=$$!; \
+	  $(PY) docs/run_examples.py; examples=$$?; \
+	  wait $$site || { echo "make docs: the site did not build"; exit 1; }; exit $$examples
 
 # pycomm's UCC layer: UCC built from ../shared/third_party against UCX from its wheel
 # (tools/build_ucc.sh; once, then kept in UCC_PREFIX), the package rebuilt against it, and the
