@@ -19,7 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mpiucc", description="mpiucc command-line tools")
     parser.add_argument("--version", action="version", version=f"mpiucc {mpiucc_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    show = sub.add_parser("info", help="MPI library, thread level, UCC, codec SIMD level, extras")
+    show = sub.add_parser(
+        "info",
+        help="MPI library, thread level, UCC, codec SIMD level, extras; under mpiexec one "
+        "report for the job, with every rank's host, cores and paths",
+    )
     show.add_argument("--json", action="store_true", help="print the report as JSON")
     sub.add_parser("train", help="train a GPT with dp x tp x pp over compressed MPI (--help)")
     args = parser.parse_args(argv)
