@@ -12,7 +12,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DMPIUCC_WERROR=ON
 endif
 
-.PHONY: demo test test-c test-sanitize test-tsan fuzz-short test-py test-wheel test-ucc build bench lint clean
+.PHONY: demo test test-c test-sanitize test-tsan fuzz-short test-py docs test-wheel test-ucc build bench lint clean
 
 $(VENV)/.deps: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -22,7 +22,7 @@ $(VENV)/.deps: requirements-dev.txt
 build: $(VENV)/.deps
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
-test: test-c test-sanitize fuzz-short test-py test-wheel
+test: test-c test-sanitize fuzz-short test-py docs test-wheel
 
 test-c: $(VENV)/.deps
 	$(VENV)/bin/cmake -S . -B $(CBUILD) $(NINJA) $(CMAKE_FLAGS)
@@ -62,6 +62,14 @@ test-py: build
 	$(PY) -c "from pycomm.collectives import hot; s = hot.status(); print(s); assert s.startswith('compiled'), s"
 	$(PY) -m pytest -q tests
 
+# The docs site (docs/, Sphinx + MyST) into build/docs with warnings as errors, and beside it
+# every code example of its pages (docs/run_examples.py: single-process ones here, MPI ones on
+# 2 ranks); fails if either does.
+docs: build
+	@$(VENV)/bin/sphinx-build -q -E -W --keep-going -b html docs build/docs & site=$$!; \
+	  $(PY) docs/run_examples.py; examples=$$?; \
+	  wait $$site || { echo "make docs: the site did not build"; exit 1; }; exit $$examples
+
 # pycomm's UCC layer: UCC built from ../shared/third_party against UCX from its wheel
 # (tools/build_ucc.sh; once, then kept in UCC_PREFIX), the package rebuilt against it, and the
 # UCC tests run under its libraries. Not part of `test`: it needs autotools and a few minutes.
@@ -88,8 +96,8 @@ bench: build test-c
 	$(PY) bench/codec_bench.py
 
 lint: $(VENV)/.deps
-	$(VENV)/bin/ruff check codecs pycomm tests bench
-	$(VENV)/bin/ruff format --check codecs pycomm tests bench
+	$(VENV)/bin/ruff check codecs pycomm tests bench docs
+	$(VENV)/bin/ruff format --check codecs pycomm tests bench docs
 
 clean:
 	rm -rf build $(VENV)

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from pycomm.info import format_info, info, mpiucc_version
+from pycomm.info import info, mpiucc_version
+from pycomm.info_report import format_info, gather
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,13 +19,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mpiucc", description="mpiucc command-line tools")
     parser.add_argument("--version", action="version", version=f"mpiucc {mpiucc_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    show = sub.add_parser("info", help="MPI library, thread level, UCC, codec SIMD level, extras")
+    show = sub.add_parser(
+        "info",
+        help="MPI library, thread level, UCC, codec SIMD level, extras; under mpiexec one "
+        "report for the job, with every rank's host, cores and paths",
+    )
     show.add_argument("--json", action="store_true", help="print the report as JSON")
     sub.add_parser("train", help="train a GPT with dp x tp x pp over compressed MPI (--help)")
     args = parser.parse_args(argv)
     if args.command == "info":
         found = info()
-        print(json.dumps(found, indent=2) if args.json else format_info(found))
+        if gather(found):  # under a launcher: rank 0 prints every rank's facts
+            print(json.dumps(found, indent=2) if args.json else format_info(found))
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from importlib import metadata
@@ -141,12 +142,29 @@ def info() -> dict[str, Any]:
         "mpi4py": _version("mpi4py"),
         **_mpi(),
         "simd_level": _simd_level(),
+        "host": socket.gethostname(),
+        "cores": _cores(),
         "torch": _version("torch"),
         "torch_ucc": None if torch_dist is None else bool(torch_dist.is_ucc_available()),
         "ucc_layer": ucc_layer(),
         "extras": extras_present(),
         "auto": _auto(),
     }
+
+
+def _cores() -> dict[str, int | None]:
+    """The cores this process may run on, the machine's, and the threads an ebq call takes."""
+    try:
+        usable: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    try:
+        from pycodecs import default_threads
+
+        threads: int | None = default_threads()
+    except ImportError:
+        threads = None
+    return {"usable": usable, "machine": os.cpu_count(), "codec_threads": threads}
 
 
 def ucc_layer() -> dict[str, Any]:
@@ -193,94 +211,3 @@ def _auto() -> dict[str, Any] | None:
     except (ImportError, RuntimeError, OSError):
         return None
     return preview()
-
-
-def format_info(found: dict[str, Any]) -> str:
-    """``info()`` as the lines ``mpiucc info`` prints."""
-    rows = [("mpiucc", found["mpiucc"])]
-    if found["mpi_vendor"] is None:
-        rows.append(("MPI library", f"not available ({found['mpi_error']})"))
-    else:
-        rows += _mpi_rows(found)
-    rows += [
-        ("codec SIMD level", found["simd_level"] or "pycodecs not installed"),
-        ("torch", found["torch"] or "not installed"),
-    ]
-    if found["torch_ucc"] is not None:
-        rows.append(("torch UCC backend", "yes" if found["torch_ucc"] else "no"))
-    rows += _ucc_layer_rows(found.get("ucc_layer"))
-    ucc = found["ucc"] or {}
-    if ucc.get("component") and not ucc.get("enabled"):
-        rows.append(("hint", "set OMPI_MCA_coll_ucc_enable=1 OMPI_MCA_coll_ucc_priority=100"))
-    elif ucc.get("component") is False and ucc.get("enabled"):
-        rows.append(
-            ("hint", "OMPI_MCA_coll_ucc_enable=1 is set, but this Open MPI has no coll/ucc")
-        )
-    for extra, dists in found["extras"].items():
-        have = [f"{d} {v}" for d, v in dists.items() if v]
-        lack = [d for d, v in dists.items() if not v]
-        state = "yes" if not lack else f"no ({', '.join(lack)} missing)"
-        rows.append((f"extra [{extra}]", state + (f": {', '.join(have)}" if have else "")))
-    rows += _auto_rows(found.get("auto"))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
-
-
-def _mpi_rows(found: dict[str, Any]) -> list[tuple[str, str]]:
-    ucc = found["ucc"]
-    via = {True: "yes", False: "no", None: "unknown"}[ucc["collectives_via_ucc"]]
-    library = found["mpi_library"]
-    device = re.search(r"Device:\s*(.+)", library)
-    first_line = library.splitlines()[0] if library else ""
-    detail = f"device {device.group(1).strip()}" if device else " ".join(first_line.split())[:72]
-    return [
-        ("MPI library", f"{found['mpi_vendor']} ({detail})"),
-        ("MPI standard", found["mpi_version"]),
-        ("mpi4py", found["mpi4py"] or "not installed"),
-        ("thread level", f"MPI_THREAD_{found['thread_level'].upper()}"),
-        ("collectives via UCC", f"{via} ({ucc['how']})"),
-        ("compiled allreduce", found["compiled_path"]),
-    ]
-
-
-def _ucc_layer_rows(layer: dict[str, Any] | None) -> list[tuple[str, str]]:
-    if not layer:
-        return []
-    if not layer["built"]:
-        return [("pycomm UCC layer", f"no ({layer['why_not']})")]
-    layers = "; ".join(f"{kind} {', '.join(names)}" for kind, names in layer["components"].items())
-    settings = ", ".join(f"{k}={v}" for k, v in layer["settings"].items())
-    rows = [
-        ("pycomm UCC layer", f"yes (UCC {layer['version']} from {layer['library']})"),
-        ("UCX library", layer["ucx_library"] or "not loaded"),
-        ("UCC components", layers or "none found beside libucc"),
-        ("UCC settings", settings),
-        ("UCC collectives", ", ".join(layer["supports"])),
-        ("group collectives on", f"{layer['collectives']} (MPIUCC_COLLECTIVES, new groups)"),
-    ]
-    if layer["groups"] is None:
-        return rows + [("groups on UCC", "none here (pycomm.info() in a job lists its groups)")]
-    for g in layer["groups"]:
-        on = ", ".join(
-            what if g["collectives"] == "ucc" else f"{what} {lib}"
-            for what, lib in g["on_ucc"].items()
-        )
-        rows.append(
-            (f"group {g['name']!r} ({g['size']} ranks)", f"{g['collectives']}: {on or '-'}")
-        )
-    return rows
-
-
-def _auto_rows(auto: dict[str, Any] | None) -> list[tuple[str, str]]:
-    if not auto:
-        return []
-    link, speeds = auto["link"], auto["codec_speeds"]
-    measured = f"{link['latency_samples']} + {link['bandwidth_samples']} samples"
-    codecs = ", ".join(f"{k} {1e-9 / v:.2f} GB/s" for k, v in speeds.items() if k != "dense_share")
-    choices = ", ".join(f"{size} {name}" for size, name in auto["choices"].items())
-    return [
-        ("auto: link", f"{link['latency_us']:.1f} us, {link['bandwidth_gbit_s']:.2f} Gbit/s"
-         f" ({measured}; none: first guess)"),
-        ("auto: codecs", f"{codecs} (encode + decode, this CPU)"),
-        ("auto: tries first", f"{choices} ({auto['contract']}, {auto['ranks']} ranks, mean)"),
-    ]  # fmt: skip

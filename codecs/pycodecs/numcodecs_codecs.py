@@ -67,9 +67,9 @@ class Raw(_MpiuccCodec):
 
 
 class EBQ(_MpiuccCodec):
-    """Error-bounded quantization: |x - y| <= error_bound (mode "abs") or
-    error_bound * (max - min) (mode "rel") or error_bound * sqrt(mean(x^2)) (mode "rms"), each
-    over the finite values; NaN and Inf are kept exactly."""
+    """Error-bounded quantization: ``|x - y| <= error_bound`` (mode "abs") or
+    ``error_bound * (max - min)`` (mode "rel") or ``error_bound * sqrt(mean(x^2))`` (mode
+    "rms"), each over the finite values; NaN and Inf are kept exactly."""
 
     codec_id = "mpiucc.ebq"
     _codec = "ebq"

@@ -1,4 +1,4 @@
-"""DDP communication hooks that put mpiucc's codecs on the wire.
+"""DDP communication hooks that put mpiucc's codecs on the wire::
 
     state = CompressHookState(codec="ebq", error_bound=1e-4, mode="rel")
     ddp.register_comm_hook(state, mpiucc_compress_hook)
@@ -9,7 +9,7 @@ completes there, with the averaged gradients written in place into the bucket.
 
 NaN and ±Inf in a gradient reach every rank's bucket (codecs/FORMAT.md, "Non-finite values");
 a bucket whose averaged result holds one adds 1 to ``state.stats.nonfinite`` on every rank, so
-that a training loop can skip the step as ``torch.amp.GradScaler`` does:
+that a training loop can skip the step as ``torch.amp.GradScaler`` does::
 
     before = state.stats.nonfinite
     loss.backward()

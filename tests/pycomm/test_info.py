@@ -1,13 +1,20 @@
-"""pycomm.info() and `mpiucc info`: MPI library, thread level, UCC; `import pycomm` stays light."""
+"""pycomm.info() and `mpiucc info`: MPI library, thread level, UCC; `import pycomm` stays light;
+under mpiexec one report for the job, with every rank's facts."""
 
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from mpi_launch import run_mpi
+
+from pycomm.info_report import PER_RANK
 
 pytest.importorskip("mpi4py")
+
+SCRIPTS = Path(__file__).parent / "mpi"
 
 
 def run_python(code: str) -> str:
@@ -83,3 +90,32 @@ def test_info_shows_what_auto_would_choose(tmp_path) -> None:
     assert found["link"]["bandwidth_gbit_s"] > 0 and found["codec_speeds"]["ebq_fast"] > 0
     out = run_python("import sys; from pycomm.cli import main; sys.exit(main(['info']))")
     assert "auto: link" in out and "auto: tries first" in out
+
+
+def test_info_under_mpiexec_prints_once_with_every_rank() -> None:
+    out = run_mpi(SCRIPTS / "check_info.py", 2, "info")
+    assert out.count("MPI library") == 1  # rank 0 alone prints
+    assert re.search(r"^ranks +2 \(MPI_COMM_WORLD\)$", out, re.M)
+    assert re.search(r"^host +\S+ \(same on all ranks\)$", out, re.M)
+    assert re.search(r"^compiled allreduce +.+ \(same on all ranks\)$", out, re.M)
+    data = json.loads(run_mpi(SCRIPTS / "check_info.py", 2, "info", "--json"))
+    assert len(data["ranks"]) == 2
+    assert all(set(r) == set(PER_RANK) for r in data["ranks"])
+
+
+def test_info_under_mpiexec_shows_each_rank_where_they_differ() -> None:
+    out = run_mpi(SCRIPTS / "check_info.py", 2, "--off-on-rank-1", "info")
+    assert out.count("MPI library") == 1
+    rows = re.search(r"^compiled allreduce +rank 0: (.+)\n +rank 1: (.+)$", out, re.M)
+    assert rows, out
+    assert not rows.group(1).startswith("off") and rows.group(2) == "off (MPIUCC_HOT=0)"
+
+
+def test_format_info_groups_ranks_by_value() -> None:
+    from pycomm.info import info
+    from pycomm.info_report import format_info
+
+    found = info()
+    found["ranks"] = [{"host": h} for h in ("a", "a", "a", "b", "a")]
+    text = format_info(found)
+    assert re.search(r"^host +ranks 0-2, 4: a\n +rank 3: b$", text, re.M), text

@@ -1,6 +1,6 @@
 """The training job without its optional packages, as a user's `pip install` may leave it.
 
-Written behaviour (README, "Install"): without matplotlib or tqdm (the ``train`` extra) the job
+Written behaviour (docs/install.md): without matplotlib or tqdm (the ``train`` extra) the job
 degrades and exits 0: summary.txt and metrics.json are written first, then no loss.png and a
 note in the summary; plain progress lines instead of a bar. Without torch or mpi4py it refuses
 at start, naming the extra, before any work.

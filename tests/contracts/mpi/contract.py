@@ -158,7 +158,8 @@ def check_reduction(
     """None if result[lo:hi] keeps the contract (``bound`` None: a quantizer's, finiteness
     only), else a description of the worst element. ``stored``: the result was reduced in
     ``dtype`` and then stored in this narrower one (bf16, fp16 tensors), which adds half an
-    ulp of each element to what the contract allows (README, "What the bound means")."""
+    ulp of each element to what the contract allows (docs/collectives.md, "What the bound
+    means")."""
     hi = result.size if hi is None else hi
     if sent.terms is None or hi <= lo:
         return None

@@ -19,7 +19,8 @@ from mpi4py import MPI
 
 from pycomm.distributed import ucc_ops
 from pycomm.distributed.ucc_auto import SAMPLES, WARMUP, Auto
-from pycomm.info import format_info, info, ucc_layer
+from pycomm.info import info, ucc_layer
+from pycomm.info_report import format_info
 from pycomm.ucc.team import has_team
 
 RANK, SIZE, _ = init()
