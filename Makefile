@@ -88,8 +88,7 @@ test-wheel:
 	tests/install/check_wheel.sh
 
 demo: build
-	$(VENV)/bin/mpiexec -n 4 $(PY) -m pycomm.train --preset demo --out runs/demo
-	bench/demo_auto.sh runs
+	bench/demo.sh runs
 
 bench: build test-c
 	$(CBUILD)/mpiucc_bench

@@ -1,6 +1,9 @@
-"""One table of ``make demo``'s auto runs: per run folder (``bench/demo_auto.sh``), the
-baseline's and auto's step time, communication time, how many times fewer bytes auto put on
-the wire, and the final validation losses (from the folder's metrics.json)."""
+"""The table ``make demo`` ends with (``bench/demo.sh``): per network and run, the training
+time to the baseline's final validation loss, step and communication time, bytes on the wire
+and the final loss, read from each run folder's metrics.json.
+
+    python bench/demo_table.py "1 Gbit/s per rank=runs/demo" "shared memory=runs/demo-shm"
+"""
 
 from __future__ import annotations
 
@@ -8,30 +11,58 @@ import json
 import sys
 from pathlib import Path
 
-from pycomm.train.plot import run_label
+from pycomm.train.targets import TARGET_SLACK
+
+HEAD = ("network", "run", "to target (s)", "step (ms)", "comm (ms)", "wire (MB)", "val loss")
 
 
-def row(folder: Path) -> str:
+def rows(network: str, folder: Path) -> list[tuple[str, ...]]:
     metrics = json.loads((folder / "metrics.json").read_text())
-    cmp, runs = metrics["comparison"], metrics["runs"]
-    (b_step, a_step), (b_comm, a_comm) = cmp["step_ms"], cmp["comm_ms"]
-    (b_wire, a_wire), (b_val, a_val) = cmp["wire_mb"], cmp["final_val"]
-    net = "1 Gbit/s" if folder.name.endswith("1gbit") else "shared memory"
-    return (
-        f"{net:<14}{b_step:>10.1f}{a_step:>9.1f}{a_step / b_step:>8.2f}x"
-        f"{b_comm:>10.1f}{a_comm:>9.1f}{b_wire / max(a_wire, 1e-12):>8.1f}x"
-        f"{b_val:>10.3f}{a_val:>9.3f}  {folder / 'loss.png'} ({run_label(runs[1])})"
-    )
+    runs, reached = metrics["runs"], metrics.get("seconds_to_target") or {}
+    base = reached.get("baseline")
+    out = []
+    for run in runs:
+        n, secs = run["timed_steps"], reached.get(run["name"])
+        to_target = "not reached" if secs is None else f"{secs:.1f}"
+        if secs is not None and base and run["name"] != "baseline":
+            to_target += f" ({base / secs:.2f}x)"
+        wire = sum(o["frame_bytes"] for o in run["ops"].values())
+        out.append(
+            (
+                network,
+                run["name"],
+                to_target,
+                f"{1e3 * run['timed_s'] / n:.0f}",
+                f"{1e3 * run['comm_s_per_step']:.0f}",
+                f"{wire / 1e6:.0f}",
+                f"{run['final_val']:.4f}",
+            )
+        )
+    return out
 
 
 def main() -> None:
-    print("\n== codec=auto against the baseline (ms per step; loss: final validation)")
+    table = [HEAD]
+    plots = []
+    for arg in sys.argv[1:]:
+        network, _, folder = arg.rpartition("=")
+        table += rows(network, Path(folder))
+        plots.append(f"{folder}/loss.png")
+    widths = [max(len(r[i]) for r in table) for i in range(len(HEAD))]
     print(
-        f"{'network':<14}{'step base':>10}{'auto':>9}{'ratio':>9}{'comm base':>10}{'auto':>9}"
-        f"{'fewer B':>9}{'loss base':>10}{'auto':>9}  plot"
+        f"\n== time to the baseline's final validation loss (+{100 * TARGET_SLACK:g}%), "
+        "per run (x: how many times sooner than the baseline)"
     )
-    for folder in sys.argv[1:]:
-        print(row(Path(folder)))
+    for i, r in enumerate(table):
+        print(
+            "  ".join(
+                c.ljust(w) if j < 2 else c.rjust(w)
+                for j, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+        if i == 0:
+            print("-" * (sum(widths) + 2 * (len(widths) - 1)))
+    print("plots (validation loss against wall-clock time): " + ", ".join(plots))
 
 
 if __name__ == "__main__":

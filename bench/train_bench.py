@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from pycomm.train.targets import target_loss, time_to_loss
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RATE_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
@@ -77,25 +79,12 @@ def run_network(rate: str, ranks: int, out: Path, train_args: list[str]) -> dict
     return json.loads((out / "metrics.json").read_text())
 
 
-def time_to_loss(run: dict, target: float) -> float | None:
-    """Training seconds until the validation loss first reaches target (linear between evals)."""
-    prev_s, prev_loss = 0.0, None
-    for _, loss, seconds in run["val"]:
-        if loss <= target:
-            if prev_loss is None or prev_loss == loss:
-                return seconds
-            frac = (prev_loss - target) / (prev_loss - loss)
-            return prev_s + frac * (seconds - prev_s)
-        prev_s, prev_loss = seconds, loss
-    return None
-
-
 def summary_rows(
     rate: str, metrics: dict, full_step_ms: float | None, ranks: int
 ) -> list[list[str]]:
     """Rows of the bench table for one network (``full_step_ms``: the full-speed baseline's)."""
     base, comp = metrics["runs"]
-    target = base["final_val"] * 1.01
+    target = target_loss(base)
     link = rate_bytes_per_s(rate)
     if link and rate.endswith(LINKS):
         link *= ranks  # every rank sends its share over its own link

@@ -79,14 +79,14 @@ def _check(args: argparse.Namespace, world: int):
 
 def _train(args: argparse.Namespace, layout, corpus, world, prog: str) -> int:
     from pycomm.train.checkpoint import CheckpointError, Checkpoints, fingerprint
-    from pycomm.train.config import Codecs, codecs_of
+    from pycomm.train.config import Codecs, compressed_runs
     from pycomm.train.groups import build_groups
     from pycomm.train.loop import log, train_runs
     from pycomm.train.progress import Progress
     from pycomm.train.report import merge, write_outputs
 
     rank = world.Get_rank()
-    plan = [("compressed", codecs_of(args))]
+    plan = compressed_runs(args)
     if args.baseline:
         plan.insert(0, ("baseline", Codecs.uncompressed()))
     checkpoints, start = None, 0

@@ -20,9 +20,10 @@ import pycomm
 #: Option values a preset fills in (explicit options win).
 # fmt: off
 PRESETS: dict[str, dict[str, object]] = {
-    # README's demo: 4 ranks, TP 2 x PP 2, baseline then compressed, a few minutes on 2 cores.
-    "demo": dict(tp=2, pp=2, layers=4, width=128, heads=4, seq=64, batch=32, micro_batches=4,
-                 steps=120, eval_every=20, baseline=True, compress=True),
+    # make demo (bench/demo.sh): 4 ranks, DP 2 x PP 2, a model wide enough that its gradients
+    # are most of the traffic between nodes; baseline and compressed in lockstep.
+    "demo": dict(dp=2, pp=2, layers=4, width=384, heads=6, seq=64, batch=16, micro_batches=2,
+                 steps=60, eval_every=6, baseline=True, compress=True),
     # bench/train_bench.py: tensor x pipeline parallel, TP all_reduce the main traffic.
     "bench": dict(tp=2, pp=2, layers=4, width=256, heads=8, seq=128, batch=16, micro_batches=4,
                   steps=60, eval_every=10, baseline=True, compress=True),
@@ -56,6 +57,9 @@ COMPRESS_PRESET = {
     "weight_codec": "int8:block_size=64",
 }
 CODEC_OPTIONS = tuple(COMPRESS_PRESET)
+#: --compress's modes, and the name of the run each makes (reports and plots use the names)
+COMPRESS_MODES = ("preset", "auto")
+RUN_NAMES = {None: "compressed", "preset": "compressed", "auto": "auto"}
 
 DEFAULTS: dict[str, object] = dict(
     dp=None,
@@ -271,12 +275,12 @@ def build_parser(prog: str = "python -m pycomm.train") -> argparse.ArgumentParse
     )
     cod.add_argument(
         "--compress",
-        nargs="?",
-        const="preset",
-        choices=("preset", "auto"),
+        nargs="*",
+        choices=COMPRESS_MODES,
         help=f"every codec not given above from the preset {COMPRESS_PRESET}; "
         "--compress auto: the same bounds, each stream's codec chosen per message by "
-        "codec=auto from the measured link",
+        "codec=auto from the measured link; --compress preset auto: one run of each, "
+        "in lockstep",
     )
     out = p.add_argument_group("run and output")
     out.add_argument(
@@ -318,14 +322,10 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
         parser.error("--weight-codec applies to FSDP's all-gather: add --fsdp")
     if not values["fsdp"]:
         values["weight_codec"] = "none"
-    for key in CODEC_OPTIONS:
-        if isinstance(values[key], str):
-            values[key] = parse_codec(values[key])
-        if values[key] is None:
-            preset = COMPRESS_PRESET[key] if values["compress"] else "none"
-            if values["compress"] == "auto":  # the preset's contract, the codec chosen per call
-                preset = preset.replace("ebq", "auto", 1)
-            values[key] = parse_codec(preset)
+    values["compress"] = modes = _compress_modes(values["compress"])
+    runs = {RUN_NAMES[m]: _run_codecs(values, m) for m in modes or [None]}
+    values.update(next(iter(runs.values())))  # the first compressed run's codecs
+    values["runs"] = {name: {k: format_codec(v) for k, v in c.items()} for name, c in runs.items()}
     for key in (
         "layers",
         "width",
@@ -348,12 +348,40 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m pycomm.trai
     for key in ("check_replicas", "guard_every", "checkpoint_every"):
         if values[key] < 0:
             parser.error(f"--{key.replace('_', '-')} must be 0 (never) or a number of steps")
-    if values["baseline"] and not any(values[k].compressed for k in CODEC_OPTIONS):
+    if values["baseline"] and not any(c.compressed for r in runs.values() for c in r.values()):
         parser.error("--baseline compares against a compressed run: add --compress or a codec")
     return argparse.Namespace(**values)
 
 
-def codecs_of(args: argparse.Namespace) -> Codecs:
-    return Codecs(
-        args.tp_codec_fwd, args.tp_codec_bwd, args.pp_codec, args.dp_codec, args.weight_codec
-    )
+def compressed_runs(args: argparse.Namespace) -> list[tuple[str, Codecs]]:
+    """Each compressed run of the job (one per --compress mode), named as reports name it."""
+    return [
+        (name, Codecs(*(parse_codec(codecs[k]) for k in CODEC_OPTIONS)))
+        for name, codecs in args.runs.items()
+    ]
+
+
+def _compress_modes(given: object) -> list[str]:
+    """--compress's modes: [] without it, ["preset"] for a bare --compress (or a preset's True)."""
+    if given is None or given is False:
+        return []
+    if given is True or given == []:
+        return ["preset"]
+    return list(dict.fromkeys([given] if isinstance(given, str) else given))
+
+
+def _run_codecs(values: dict, mode: str | None) -> dict[str, pycomm.CodecSpec]:
+    """The codecs of the run of one --compress mode: those given, the rest from the preset
+    (with mode "auto", the preset's contracts with the codec chosen per call)."""
+    codecs = {}
+    for key in CODEC_OPTIONS:
+        given = values[key]
+        if isinstance(given, pycomm.CodecSpec):
+            codecs[key] = given
+            continue
+        if given is None:
+            given = COMPRESS_PRESET[key] if mode else "none"
+            if mode == "auto":
+                given = given.replace("ebq", "auto", 1)
+        codecs[key] = parse_codec(given)
+    return codecs

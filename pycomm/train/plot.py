@@ -1,4 +1,5 @@
-"""loss.png: training and validation loss of the runs, and where their step time went.
+"""loss.png: training loss by step, validation loss against training time, and where the runs'
+step time went.
 
 matplotlib is optional (the ``train`` extra): without it the job still finishes, with no plot
 and a note in its summary (``plot_or_note``).
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pycomm.train.loop import WARMUP_STEPS_UNTIMED
+from pycomm.train.targets import TARGET_SLACK, target_loss
 
 PARTS = (
     ("compute", "computation", "#4c72b0"),
@@ -58,8 +60,8 @@ def plot_runs(runs: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_loss, ax_time) = plt.subplots(
-        1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]}
+    fig, (ax_loss, ax_clock, ax_time) = plt.subplots(
+        1, 3, figsize=(16, 4.5), gridspec_kw={"width_ratios": [3, 3, 2]}
     )
     for run in runs:
         label = run_label(run)
@@ -69,13 +71,22 @@ def plot_runs(runs: list[dict], path: Path) -> None:
         ax_loss.plot(steps, loss, color=color, alpha=0.25, lw=0.8)
         ax_loss.plot(steps, _smooth(loss), color=color, lw=1.5, label=f"{label}, training")
         if run["val"]:
-            vs, vl = zip(*[(v[0], v[1]) for v in run["val"]], strict=True)
+            vs, vl, secs = zip(*run["val"], strict=True)
             ax_loss.plot(vs, vl, "o--", color=color, ms=4, label=f"{label}, validation")
+            ax_clock.plot(secs, vl, "o-", color=color, ms=4, label=label)
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("loss (nats per byte)")
     ax_loss.set_title("byte-level GPT on Python sources")
     ax_loss.legend()
     ax_loss.grid(alpha=0.3)
+    if runs and runs[0]["name"] == "baseline" and runs[0]["val"]:
+        label = f"baseline's final (+{100 * TARGET_SLACK:g}%)"
+        ax_clock.axhline(target_loss(runs[0]), color="#999999", ls=":", lw=1, label=label)
+    ax_clock.set_xlabel("training time (s)")
+    ax_clock.set_ylabel("validation loss")
+    ax_clock.set_title("validation loss against wall-clock time")
+    ax_clock.legend()
+    ax_clock.grid(alpha=0.3)
 
     names = [run_label(r) for r in runs]
     bottom = np.zeros(len(runs))

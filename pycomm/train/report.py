@@ -14,6 +14,7 @@ import numpy as np
 from pycomm.train.loop import WARMUP_STEPS_UNTIMED, RankRecord
 from pycomm.train.meters import LABELS, OPERATORS
 from pycomm.train.plot import plot_or_note, run_label
+from pycomm.train.targets import TARGET_SLACK, target_loss, time_to_loss
 
 SPLIT_KEYS = ("compute", "codec", "wait", *(f"comm_{k}" for k in OPERATORS))
 
@@ -159,13 +160,25 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
     for run in runs:
         parts.append(f"\n== {run['name']} run: {run['codecs']}\n{operator_table(run)}")
         parts.append(guard_table(run))
-    cmp = None
-    if len(runs) == 2:
-        cmp, label = comparison(runs[0], runs[1]), run_label(runs[1])
-        parts.append(f"\n== {label} against baseline\n" + comparison_text(cmp, label))
+    cmps: dict[str, dict] = {}
+    reached: dict[str, float | None] = {}
+    if len(runs) >= 2 and runs[0]["name"] == "baseline":
+        for run in runs[1:]:
+            cmps[run["name"]] = cmp = comparison(runs[0], run)
+            label = run_label(run)
+            parts.append(f"\n== {label} against baseline\n" + comparison_text(cmp, label))
+        reached = times_to_target(runs)
+        parts.append(time_to_target_text(runs, reached))
     text = "\n".join(parts) + "\n"
     (out / "summary.txt").write_text(text)
-    metrics = {"args": args_dict, "runs": runs, "comparison": cmp}
+    metrics = {
+        "args": args_dict,
+        "runs": runs,
+        "comparison": next(iter(cmps.values()), None),  # the first compressed run's
+        "comparisons": cmps,
+        "target_val": target_loss(runs[0]) if reached else None,
+        "seconds_to_target": reached,
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=_jsonable))
     # Optional from here on (matplotlib): the results above are on disk whatever happens next.
     note = plot_or_note(runs, out / "loss.png")
@@ -173,6 +186,30 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
         text += f"\nnote: {note}\n"
         (out / "summary.txt").write_text(text)
     return text
+
+
+def times_to_target(runs: list[dict]) -> dict[str, float | None]:
+    """Each run's training seconds to the baseline's target loss (``runs[0]``: the baseline)."""
+    target = target_loss(runs[0])
+    return {run["name"]: time_to_loss(run, target) for run in runs}
+
+
+def time_to_target_text(runs: list[dict], reached: dict[str, float | None]) -> str:
+    base = reached[runs[0]["name"]]
+    out = [
+        f"\n== training time to the baseline's final validation loss (within "
+        f"{100 * TARGET_SLACK:g}%: {target_loss(runs[0]):.4f})"
+    ]
+    for run in runs:
+        secs = reached[run["name"]]
+        if secs is None:
+            what = f"not reached in {len(run['step_s'])} steps (final {run['final_val']:.4f})"
+        else:
+            what = f"{secs:8.1f} s"
+            if base and run is not runs[0]:
+                what += f"  ({base / secs:.2f}x {'sooner' if secs <= base else 'the time'})"
+        out.append(f"{run['name']:<14}{what}")
+    return "\n".join(out)
 
 
 def _change(removed: float) -> str:

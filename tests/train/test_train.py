@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("mpi4py")
 
 import pycomm  # noqa: E402
-from pycomm.train import config, data  # noqa: E402
+from pycomm.train import config, data, report, targets  # noqa: E402
 from pycomm.train.groups import Layout, resolve_layout  # noqa: E402
 from pycomm.train.stage import stage_layers  # noqa: E402
 
@@ -105,6 +105,39 @@ def test_compress_fills_only_missing_codecs() -> None:
     assert not args.pp_codec.compressed
     assert args.tp_codec_fwd == config.parse_codec(config.COMPRESS_PRESET["tp_codec_fwd"])
     assert not config.parse_args([]).dp_codec.compressed
+
+
+def test_compress_preset_and_auto_make_one_run_each() -> None:
+    args = config.parse_args(["--baseline", "--compress", "preset", "auto", "--pp-codec", "int8"])
+    runs = dict(config.compressed_runs(args))
+    assert list(runs) == ["compressed", "auto"]
+    assert runs["compressed"].dp == config.parse_codec(config.COMPRESS_PRESET["dp_codec"])
+    assert runs["auto"].dp.auto and runs["auto"].dp.options() == runs["compressed"].dp.options()
+    assert runs["compressed"].pp == runs["auto"].pp == config.parse_codec("int8")  # given: both
+    assert args.dp_codec == runs["compressed"].dp  # the first run's codecs, as before
+    assert list(dict(config.compressed_runs(config.parse_args(["--compress"])))) == ["compressed"]
+    assert [n for n, _ in config.compressed_runs(config.parse_args(["--compress", "auto"]))] == [
+        "auto"
+    ]
+
+
+def _run(name: str, val: list[tuple[int, float, float]]) -> dict:
+    return {"name": name, "val": [list(v) for v in val], "final_val": val[-1][1], "step_s": [1] * 4}
+
+
+def test_time_to_target_is_the_first_crossing_of_the_baselines_final_loss() -> None:
+    base = _run("baseline", [(2, 3.0, 10.0), (4, 2.0, 20.0)])
+    fast = _run("compressed", [(2, 2.5, 5.0), (4, 2.0, 10.0)])
+    never = _run("auto", [(2, 3.0, 5.0), (4, 2.5, 10.0)])
+    target = targets.target_loss(base)
+    assert target == pytest.approx(2.0 * (1 + targets.TARGET_SLACK))
+    reached = report.times_to_target([base, fast, never])
+    # linear between evaluations: 2.02 lies 98% of the way from 3.0 to 2.0, 48% from 2.5 to 2.0
+    assert reached["baseline"] == pytest.approx(10 + 10 * (3.0 - target) / 1.0)
+    assert reached["compressed"] == pytest.approx(5 + 5 * (2.5 - target) / 0.5)
+    assert reached["auto"] is None
+    text = report.time_to_target_text([base, fast, never], reached)
+    assert "not reached in 4 steps" in text and "x sooner" in text
 
 
 def test_layout_product_is_checked() -> None:
