@@ -47,7 +47,8 @@ add_custom_command(
   COMMENT "Cython: pycomm.collectives.${hot_name}")
 python_add_library(${hot_name} MODULE ${hot_c} WITH_SOABI)
 target_include_directories(${hot_name} PRIVATE "${MPI_HEADER_DIR}")
-target_link_libraries(${hot_name} PRIVATE "${MPI_LIBRARY}")
+# mpiucc_finite_stats (a bound relative to the data's range needs its min and max)
+target_link_libraries(${hot_name} PRIVATE mpiucc_codecs "${MPI_LIBRARY}")
 get_filename_component(mpi_libdir "${MPI_LIBRARY}" DIRECTORY)
 # The loader then shares the libmpi mpi4py opened (same file), or finds it where it was built.
 set_target_properties(${hot_name} PROPERTIES INSTALL_RPATH "${mpi_libdir}" BUILD_WITH_INSTALL_RPATH ON)

@@ -12,6 +12,7 @@ to the engine's judge.
 from cpython.buffer cimport (
     PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer,
 )
+from libc.math cimport fabs
 from libc.string cimport memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from mpi4py cimport MPI
@@ -27,6 +28,16 @@ import numpy as np
 
 cdef extern from "<sched.h>" nogil:
     int sched_yield()
+
+cdef extern from "mpiucc.h" nogil:
+    ctypedef enum mpiucc_dtype:
+        MPIUCC_DTYPE_F32
+        MPIUCC_DTYPE_F64
+    ctypedef struct mpiucc_stats:
+        double min
+        double max
+    int mpiucc_finite_stats(const void *src, size_t count, mpiucc_dtype dtype, double scale,
+                            mpiucc_stats *stats)
 
 #: Length of the agreement (``engine.AGREED_MAXIMA`` + 3), checked by ``hot`` at load.
 DEF AGREEMENT = 20
@@ -65,14 +76,21 @@ cdef class Allreduce:
     summed by MPI in the dtype, divided for a mean; the agreement first unless ``agree`` is off.
 
     ``entry`` (codec="auto"): the key's ``auto.Seen``; the call takes the compiled path only
-    while that entry is still the engine's (``auto.Observed.keys``) and keeps raw, and carries its ``token`` in the
-    agreement. Where the ranks' tokens differ, ``redecide(x, out, stats, agreed)`` finishes the
-    call on the Python path. ``record(agree_s, data_s)`` is called on sampled calls.
+    while that entry is still the engine's (``auto.Observed.keys``) and keeps raw, and carries
+    its ``token`` in the agreement. ``raw_proof`` (a bound relative to the range, or absolute):
+    the agreement carries this rank's finite max and -min too, as the Python path's does, and
+    the sum stays in the dtype only where the agreed largest |x| (top) and range prove it
+    within the bound: ranks * top <= the dtype's largest, and top <= per_range * range +
+    per_const (``auto.raw_proof``: a little stricter than the Python path's own test, never
+    looser). Where the ranks' tokens differ, or that proof fails, ``redecide(x, out, stats,
+    agreed)`` finishes the call on the Python path. ``record(agree_s, data_s)`` is called on
+    sampled calls.
     """
 
     cdef MPI_Datatype dtype
     cdef Py_ssize_t count, nbytes
-    cdef bint mean, agree, is_double
+    cdef bint mean, agree, is_double, minmax
+    cdef double per_range, per_const, largest
     cdef double ranks, sig
     cdef double agreement[AGREEMENT]
     cdef readonly unsigned long calls  # made on this path
@@ -84,7 +102,8 @@ cdef class Allreduce:
 
     def __cinit__(self, engine, MPI.Comm comm, dtype, Py_ssize_t count, bint mean, double sig,
                   label, bint agree=True, entry=None, key=None, redecide=None,
-                  record=None, unsigned long sampling=1, double spin_s=0.01):
+                  record=None, unsigned long sampling=1, double spin_s=0.01,
+                  raw_proof=None):
         self.np_dtype = np.dtype(dtype)
         if self.np_dtype == np.float32:
             self.dtype, self.is_double, self.fmt = MPI_FLOAT, False, b"f"
@@ -99,6 +118,9 @@ cdef class Allreduce:
         self.entry, self.key = entry, key
         self.redecide, self.record = redecide, record
         self.sampling, self.spin_s = max(1, sampling), spin_s
+        self.minmax = raw_proof is not None
+        if self.minmax:
+            self.per_range, self.per_const, self.largest = raw_proof
 
     def run(self, x, out, stats, bint held=False):
         """Allreduce x (a flat ndarray) into out (one, or None: a new array) and return the
@@ -155,6 +177,8 @@ cdef class Allreduce:
             if self.entry is not None:
                 v[3] = self.entry.token()
                 v[4] = -v[3]
+            if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[6]):
+                return self.redecide(x, res, stats, None)  # the C library refused: all in Python
             with nogil:
                 err = MPI_Iallreduce(MPI_IN_PLACE, v, AGREEMENT, MPI_DOUBLE, MPI_MAX,
                                      comm.ob_mpi, &req)
@@ -164,6 +188,8 @@ cdef class Allreduce:
             if v[2] != 0 or v[0] != -v[1]:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
             if self.entry is not None and v[3] != -v[4]:  # the ranks remember it differently
+                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
+            if self.minmax and not self._raw_holds(v[6], v[7]):
                 return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
         t1 = _now()
         done = 0
@@ -185,6 +211,25 @@ cdef class Allreduce:
             _count(stats, self.nbytes, self.ranks, _now() - t0)
         return res
 
+
+    cdef bint _raw_holds(self, double hi, double neg_lo) noexcept:
+        """Whether MPI's sum in the dtype keeps the bound, from the agreed max and -min."""
+        cdef double top = fabs(hi) if fabs(hi) > fabs(neg_lo) else fabs(neg_lo)
+        if self.ranks * top > self.largest:
+            return False
+        return top <= self.per_range * (hi + neg_lo) + self.per_const
+
+
+cdef bint _min_max(void *buf, Py_ssize_t count, bint is_double, double *out) noexcept:
+    """out[0], out[1] = the finite max and -min of buf (0, 0 if none is finite), as
+    ``buffers.finite_min_max``; True on a failure of the C library."""
+    cdef mpiucc_stats st
+    cdef int err
+    with nogil:
+        err = mpiucc_finite_stats(buf, count, MPIUCC_DTYPE_F64 if is_double else MPIUCC_DTYPE_F32,
+                                  0.0, &st)
+    out[0], out[1] = st.max, -st.min
+    return err != 0
 
 
 cdef _finish(engine, int err, int done, MPI_Request *req, what, deadline):

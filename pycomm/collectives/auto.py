@@ -261,7 +261,10 @@ def agreed_choice(
     they no longer prove within the bound gives way to raw (``_kept``); a sum in the dtype
     that could now exceed the bound is made in float64 instead. With an rms bound loose
     enough to hold for any data (``cost.raw_within_rms``) a kept raw needs no statistics: its
-    agreement carries the settings and the token alone. One rank takes raw at once: its "sum"
+    agreement carries the settings and the token alone; with a bound relative to the range,
+    or absolute, a kept raw that the agreed statistics prove within the bound in the dtype
+    returns the entry's own ``raw`` too, and the compiled path (``hot``) takes the key on,
+    with the statistics computed in C. One rank takes raw at once: its "sum"
     is its input, exact. ``agreed``: the first agreement, made already (by the compiled path,
     ``hot``) and found to carry tokens that differ.
     """
@@ -295,7 +298,10 @@ def agreed_choice(
         entry.since += 1
         if not stats:
             return entry.raw
-        return _kept(kept, spec, v[3:5], ranks, op, a, key, entry, algorithm_of)
+        choice = _kept(kept, spec, v[3:5], ranks, op, a, key, entry, algorithm_of)
+        if kept == "raw" and choice.spec is NONE and spec.mode != "rms":
+            return entry.raw  # summed in the dtype: the compiled path may take the key
+        return choice
     elif entry.trying:
         entry.measured(v[2])
     return _decide(eng, comm, a, spec, op, key, v[3:5], v[5:], ef, algorithm_of, entry)

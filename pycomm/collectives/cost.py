@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pycomm.collectives.bound import unit_roundoff
+from pycomm.collectives.bound import largest, unit_roundoff
 from pycomm.collectives.link import exchange_rounds, moved_bytes
 
 CANDIDATES = ("raw", "fp16", "bf16", "ebq_fast", "ebq_dense")
@@ -240,6 +240,40 @@ def raw_within_rms(error_bound: float, count: int, ranks: int, mean: bool, dtype
     proof for any data, so it needs no margin for the data of later calls."""
     top = math.sqrt(count)  # in units of the largest rms
     return raw_error(top, ranks, dtype) <= budget(error_bound, top, ranks, mean, dtype)
+
+
+#: How much stricter ``raw_proof``'s test is than the exact one (its floating-point slack).
+PROOF_SLACK = 1e-9
+
+
+@functools.lru_cache(maxsize=1024)
+def raw_proof(
+    mode: str, error_bound: float, ranks: int, mean: bool, dtype: np.dtype
+) -> tuple[float, float, float] | None:
+    """A sum in the dtype's test (``auto._raw``: raw_error(top) <= budget, ranks * top <=
+    largest) for a bound relative to the range or absolute, as three numbers (per_range,
+    per_const, largest): the sum keeps the bound where the agreed largest |x| (top) and range
+    (max - min) give top <= per_range * range + per_const and ranks * top <= largest. Both
+    sides of the test grow linearly with top and, for a relative bound, the range, so the
+    largest top per unit of range (or of the absolute bound) is found once, by bisection,
+    and taken ``PROOF_SLACK`` smaller: never looser than the exact test. None for rms."""
+    if mode == "rms":
+        return None
+
+    def holds(top: float) -> bool:  # the bound per unit of range (rel), or itself (abs)
+        return raw_error(top, ranks, dtype) <= budget(error_bound, top, ranks, mean, dtype)
+
+    lo, hi = 0.0, error_bound if error_bound > 0 else 0.0
+    while hi and holds(hi):
+        lo, hi = hi, 2 * hi
+    for _ in range(200 if hi else 0):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    cap = lo * (1 - PROOF_SLACK)
+    per_range, per_const = (cap, 0.0) if mode == "rel" else (0.0, cap)
+    return per_range, per_const, largest(dtype)
 
 
 def budget(bound: float, top: float, ranks: int, mean: bool, dtype: np.dtype) -> float:

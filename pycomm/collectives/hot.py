@@ -1,7 +1,7 @@
 """The compiled path: a kind of allreduce that has settled on going uncompressed runs in C.
 
 A call of ``pycomm.allreduce`` is planned in Python (``reduction``). Where the plan ends in
-MPI's own sum of the data (codec="none", or codec="auto" keeping raw without statistics), the
+MPI's own sum of the data (codec="none", or codec="auto" keeping raw summed in the dtype), the
 kind of call, keyed by its arguments, is *settled*: the engine keeps an ``Allreduce`` of the
 compiled module for it, and the next call of that kind goes straight there. That call makes the
 same agreement (with the key's ``auto.Seen.token`` for auto) and the same MPI allreduce as the
@@ -85,11 +85,14 @@ def run(
 def settle(
     eng: Engine, key: tuple, a: np.ndarray, mean: bool, sig: int, label: str,
     record: Callable[[float, float], None], entry: Any = None, redecide: Callable | None = None,
+    raw_proof: tuple[float, float, float] | None = None,
 ) -> None:  # fmt: skip
     """Keep the compiled plan of the kind of call ``key`` (``run``'s): a's dtype and size, the
     agreement's digest and label, what records a sampled call's times (``record(agreement's
     seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto.Seen``) and what
-    finishes a call whose ranks' tokens differ (``redecide(x, out, stats, agreed)``)."""
+    finishes a call whose ranks' tokens differ or whose agreed range fails ``raw_proof``
+    (``cost.raw_proof``: the agreement then carries this rank's max and -min, computed in C)
+    (``redecide(x, out, stats, agreed)``)."""
     if _module is None or a.dtype not in (np.float32, np.float64):
         return
     try:
@@ -103,6 +106,7 @@ def settle(
         entry=entry, key=None if entry is None else entry.raw.key,
         redecide=redecide, record=record,
         sampling=SAMPLING if a.nbytes < MIN_SAMPLE_BYTES else 1, spin_s=PATIENT_SPIN_S,
+        raw_proof=raw_proof,
     )  # fmt: skip
 
 

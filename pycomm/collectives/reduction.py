@@ -28,6 +28,7 @@ from pycomm.collectives.buffers import (
     chunk_bounds,
     output_like,
 )
+from pycomm.collectives.cost import raw_proof
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.feedback import ErrorFeedback
 from pycomm.collectives.plan import (
@@ -171,7 +172,7 @@ def _allreduce(
         else:  # the link's sample and auto's overhead, from some of a key's many calls
             auto.record_raw(eng, reduced, time.perf_counter() - t1)
         if settle and call.err is None and reduced == call.a.nbytes:
-            _settle(eng, comm, codec, call.a, spec, op, algorithm, segment, choice)
+            _settle(eng, comm, codec, call.a, call.spec, op, algorithm, segment, choice)
     else:
         framed, compressing = stats.frame_bytes, stats.compress_seconds
         _compressed(eng, comm, call, spec, kw, plan, op, segment, stats)
@@ -295,8 +296,9 @@ def _settle(
     algorithm: str, segment: int, choice: auto.Choice | None,
 ) -> None:  # fmt: skip
     """After an uncompressed call summed in the dtype (``plain``): keep its kind for the
-    compiled path, codec="none" always, codec="auto" where the key's kept raw needed no
-    statistics (its entry's own ``raw`` choice)."""
+    compiled path, codec="none" always, codec="auto" where the key keeps raw summed in the
+    dtype (its entry's own ``raw`` choice), with the test of the bound on the agreed range
+    (``cost.raw_proof``) where the bound is not rms. ``spec``: the caller's."""
     key = (codec, op, algorithm, segment, a.dtype, a.size)
     what = ("allreduce", a.dtype.str, a.size, op, algorithm, False, segment)
     if choice is None:
@@ -316,7 +318,8 @@ def _settle(
 
     label = call_label("allreduce", "auto", a.dtype, a.size, op)
     record = functools.partial(auto.record_settled, eng, a.nbytes)
-    hot.settle(eng, key, a, op == "mean", choice.key, label, record, entry, redecide)
+    proof = raw_proof(spec.mode, spec.error_bound, comm.Get_size(), op == "mean", a.dtype)
+    hot.settle(eng, key, a, op == "mean", choice.key, label, record, entry, redecide, proof)
 
 
 def _flat_plan(eng, comm, spec: CodecSpec, algorithm: str, a: np.ndarray, segment: int) -> Plan:

@@ -288,6 +288,42 @@ def test_raw_within_rms_holds_for_any_data(ranks, count, seed, spike, bound, mea
     assert err <= bound * rms
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    mode=st.sampled_from(["rel", "abs"]),
+    bound=st.floats(1e-12, 1e3),
+    ranks=st.integers(2, 64),
+    mean=st.booleans(),
+    wide=st.booleans(),
+    scale=st.floats(1e-30, 1e30),
+    frac=st.one_of(st.floats(0, 1), st.floats(1 - 1e-6, 1)),  # the edge, most of all
+)
+def test_raw_proof_is_never_looser_than_the_exact_test(
+    mode, bound, ranks, mean, wide, scale, frac
+) -> None:
+    """What the compiled path tests on the agreed range (``cost.raw_proof``) implies the Python
+    path's test (``auto._raw``): any largest |x| (top) and range it passes, up to its very
+    edge, the exact test passes too, so both paths sum in the dtype or hand over alike."""
+    dtype = np.dtype(np.float64 if wide else np.float32)
+    per_range, per_const, largest = cost.raw_proof(mode, bound, ranks, mean, dtype)
+    spread = scale if mode == "rel" else 0.0  # the range; any, for an absolute bound
+    top = (per_range * spread + per_const) * frac  # at or inside the proof's edge
+    if ranks * top > largest or spread > 2 * top:  # past the dtype, or no such data
+        return
+    e = bound * spread if mode == "rel" else bound
+    assert cost.raw_error(top, ranks, dtype) <= cost.budget(e, top, ranks, mean, dtype)
+
+
+def test_raw_proof_is_tight() -> None:
+    """Within a hair of the exact test's largest top: compiled calls are not given up lightly."""
+    f32 = np.dtype(np.float32)
+    per_range, _, _ = cost.raw_proof("rel", 1e-3, 4, True, f32)
+    assert cost.raw_error(per_range * 1.000001, 4, f32) > cost.budget(
+        1e-3, per_range * 1.000001, 4, True, f32
+    )
+    assert cost.raw_proof("rms", 1e-3, 4, True, f32) is None
+
+
 # -- kept decisions: what a call skips, and when it may not --
 
 

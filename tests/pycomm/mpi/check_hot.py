@@ -31,7 +31,7 @@ def check_same_bits_as_mpi() -> None:
         for count in (1, 7, 4097, 300_001):
             x = (rng.standard_normal(count) * 10.0 ** rng.integers(-30, 30, count)).astype(dtype)
             x[0] = -0.0 if RANK else np.float32(1e-45)  # +-0 and a denormal
-            for codec in ("none", "auto:rms:1e-2"):
+            for codec in ("none", "auto:rms:1e-2", "auto:rel:1e-2", "auto:abs:1e30"):
                 for op in ("sum", "mean"):
                     want = np.empty_like(x)
                     COMM.Allreduce(x, want, op=MPI.SUM)
@@ -140,6 +140,37 @@ def check_tokens_differ() -> None:
     assert compiled_calls() == before + 1, "settled again"
 
 
+def check_range_bound_leaves_the_dtype() -> None:
+    """auto:rel and auto:abs settled raw on the compiled path (their statistics made in C and
+    agreed); then data whose range no longer proves a sum in the dtype within the bound (a
+    large offset, a tiny spread): that call goes back to Python, which sums wider, keeps the
+    bound, the same bits everywhere; the next ordinary call is compiled again. (Compressing is
+    made 20 ms slower, so that raw is what the measurements keep.)"""
+    rng = np.random.default_rng(RANK)
+    real = reduction.run_segments
+    reduction.run_segments = lambda *a, **kw: time.sleep(0.02) or real(*a, **kw)
+    for codec, bound in (("auto:rel:1e-3", None), ("auto:abs:2e-4", 2e-4)):
+        x = rng.standard_normal(5000).astype(np.float32)
+        # float32 sums of |x| near 1000 may err by N^2 * 6e-8 * 1000 >= 2.4e-4, more than
+        # either bound (1e-3 x a range of 0.18; 2e-4); a wider sum rounds once, by 1.2e-4 at most
+        tight = (1000 + rng.uniform(0, 0.18, 5000)).astype(np.float32)
+        for _ in range(3 * auto.REFRESH):
+            pycomm.allreduce(x, codec=codec)
+        before = compiled_calls()
+        pycomm.allreduce(x, codec=codec)
+        assert compiled_calls() == before + 1, f"{codec}: not on the compiled path"
+        got = pycomm.allreduce(tight, codec=codec)
+        assert compiled_calls() == before + 1, f"{codec}: summed in the dtype"
+        same_everywhere(got, codec)
+        inputs = everyone(tight)
+        want = inputs.astype(np.longdouble).sum(0)
+        limit = bound if bound else 1e-3 * float(inputs.max() - inputs.min())
+        assert float(np.abs(got - want).max()) <= limit, (codec, np.abs(got - want).max())
+        pycomm.allreduce(x, codec=codec)
+        assert compiled_calls() == before + 2, f"{codec}: not compiled again"
+    reduction.run_segments = real
+
+
 def check_status() -> None:
     assert hot.status().startswith("compiled for"), hot.status()
 
@@ -152,6 +183,7 @@ CHECKS = [
     check_invalid_argument_raises_everywhere,
     check_late_rank_waited_for,
     check_tokens_differ,
+    check_range_bound_leaves_the_dtype,
 ]
 
 if __name__ == "__main__":
