@@ -4,8 +4,9 @@
 
 Side by side in one run, on the same float32 data: MPI_Allreduce (mpi4py, blocking), the
 same after a 160-byte MAX allreduce (the least the contract's agreement can cost),
-``pycomm.allreduce`` with codec "none", with "auto:rms:1e-2" once its key has settled (raw on
-a fast link; the ``path`` column says whether its calls took the compiled path), and the torch
+``pycomm.allreduce`` with codec "none", with "auto:rms:1e-2" and "auto:rel:1e-3" once their
+keys have settled (raw on a fast link; the ``path`` column says whether all of pycomm's
+calls took the compiled path), and the torch
 backend's ``dist.all_reduce`` on an ``mpiucc`` group. Two ways: back to back (many calls in a
 loop, the mean) and after a barrier (each call timed alone, the median). Every figure is the
 slowest rank's, the best of ``--rounds`` rounds that visit the variants in turn (so drift on a
@@ -32,7 +33,7 @@ from pycomm.collectives.engine import AGREED_MAXIMA, engine_of
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
-AUTO = "auto:rms:1e-2"
+AUTO = {"auto rms": "auto:rms:1e-2", "auto rel": "auto:rel:1e-3"}
 
 
 def variants(x: np.ndarray, out: np.ndarray) -> dict:
@@ -47,7 +48,8 @@ def variants(x: np.ndarray, out: np.ndarray) -> dict:
         "MPI": lambda: COMM.Allreduce(x, out, op=MPI.SUM),
         "MPI+check": checked,
         "none": lambda: pycomm.allreduce(x, codec="none", out=out),
-        "auto": lambda: pycomm.allreduce(x, codec=AUTO, out=out),
+        "auto rms": lambda: pycomm.allreduce(x, codec=AUTO["auto rms"], out=out),
+        "auto rel": lambda: pycomm.allreduce(x, codec=AUTO["auto rel"], out=out),
         "backend": lambda: dist.all_reduce(t),
     }
 
@@ -83,15 +85,18 @@ def measure(nbytes: int, rounds: int) -> dict:
     for call in found.values():  # warm: auto settles, the backend's first call
         for _ in range(100 if nbytes < 1 << 22 else 40):
             call()
-    compiled = sum(plan.calls for plan in engine_of(COMM).settled.values())
+    plans = engine_of(COMM).settled
     best = {(name, way): float("inf") for name in found for way in ("b2b", "barrier")}
+    settled = True
     for _ in range(rounds):
         for name, call in found.items():
+            compiled = sum(plan.calls for plan in plans.values())
             best[name, "b2b"] = min(best[name, "b2b"], slowest(back_to_back(call, calls)))
             best[name, "barrier"] = min(
                 best[name, "barrier"], slowest(after_barrier(call, max(5, calls // 4)))
             )
-    settled = sum(plan.calls for plan in engine_of(COMM).settled.values()) > compiled
+            if name in ("none", *AUTO):
+                settled &= sum(plan.calls for plan in plans.values()) > compiled
     return {"bytes": count * 4, "us": {f"{n} {w}": s * 1e6 for (n, w), s in best.items()},
             "compiled": settled}  # fmt: skip
 
@@ -110,7 +115,7 @@ def main() -> None:
               f"{hot.status()}")  # fmt: skip
         for way in ("b2b", "barrier"):
             print(f"\n{'back to back' if way == 'b2b' else 'after a barrier'} (us; x MPI)")
-            names = ("MPI+check", "none", "auto", "backend")
+            names = ("MPI+check", "none", *AUTO, "backend")
             print(f"{'bytes':>10} {'MPI':>9} " + " ".join(f"{n:>15}" for n in names) + " path")
             for r in rows:
                 us = r["us"]
