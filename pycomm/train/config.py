@@ -22,8 +22,8 @@ import pycomm
 PRESETS: dict[str, dict[str, object]] = {
     # make demo (bench/demo.sh): 4 ranks, DP 2 x PP 2, a model wide enough that its gradients
     # are most of the traffic between nodes; baseline and compressed in lockstep.
-    "demo": dict(dp=2, pp=2, layers=4, width=384, heads=6, seq=64, batch=16, micro_batches=2,
-                 steps=60, eval_every=6, baseline=True, compress=True),
+    "demo": dict(dp=2, pp=2, layers=4, width=512, heads=8, seq=64, batch=8, micro_batches=2,
+                 steps=40, eval_every=5, baseline=True, compress=True),
     # bench/train_bench.py: tensor x pipeline parallel, TP all_reduce the main traffic.
     "bench": dict(tp=2, pp=2, layers=4, width=256, heads=8, seq=128, batch=16, micro_batches=4,
                   steps=60, eval_every=10, baseline=True, compress=True),
