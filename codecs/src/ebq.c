@@ -375,7 +375,7 @@ static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *r
     h->param = g.step;
     h->block = EBQ_BLOCK;
     h->aux = p->level | p->predictor << 8;
-    if (p->level == MPIUCC_LEVEL_DENSE) h->version = 2; /* segmented rANS streams */
+    if (p->level == MPIUCC_LEVEL_DENSE) h->version = 3; /* segments, wide symbols */
     ebq_writer w;
     mpiucc_status st = ebq_writer_init(&w, p->level == MPIUCC_LEVEL_DENSE, n, g.es, out, capacity);
     if (st != MPIUCC_OK) return st;
@@ -401,7 +401,7 @@ static mpiucc_status ebq_check_header(const mpiucc_header *h) {
     if (h->block != EBQ_BLOCK || (h->aux >> 16) || level > MPIUCC_LEVEL_DENSE ||
         pred > MPIUCC_PREDICTOR_DELTA || !(h->param > 0) || !(h->param <= DBL_MAX))
         return MPIUCC_ERR_CORRUPT;
-    if (h->version == 2 && level != MPIUCC_LEVEL_DENSE) return MPIUCC_ERR_CORRUPT;
+    if (h->version >= 2 && level != MPIUCC_LEVEL_DENSE) return MPIUCC_ERR_CORRUPT;
     uint64_t head =
         level ? ebq_dense_head(h->version, h->count) : EBQ_SUBHEADER + ebq_nblocks(h->count);
     if (h->payload_size < head) return MPIUCC_ERR_CORRUPT;

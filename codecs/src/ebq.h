@@ -251,6 +251,8 @@ typedef struct {
     size_t nb;       /* blocks written */
     int dense;
     unsigned threads; /* dense: threads for the rANS streams (0: the default) */
+    uint64_t acc;     /* dense: extra bits not yet written (fewer than 8) */
+    unsigned nbits;   /* dense: how many */
     ebq_sink sink;
 } ebq_writer;
 mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uint8_t *out,
@@ -283,7 +285,10 @@ typedef struct {
     size_t n, b;                    /* elements, next block */
     int dense;
     size_t chunk_end;               /* dense: element after the last decoded symbol */
-    int v2;                         /* dense: format v2, one rANS stream per segment */
+    int v2;                         /* dense: format v2 or later, one rANS stream per segment */
+    int v3;                         /* dense: format v3, extra bits instead of escapes */
+    uint64_t acc;                   /* dense v3: extra bits read and not yet used */
+    unsigned nbits;                 /* dense v3: how many */
     const uint8_t *rans, *sizes;    /* dense v2: the streams, their sizes (u64 each) */
     const uint8_t *seg_at;          /* dense v2: the stream of the segment after the current */
     size_t seg;                     /* dense v2: that segment's index */

@@ -241,7 +241,7 @@ mpiucc_status mpiucc_ebq_add_threads(const void *a, size_t a_size, const void *b
     ebq_writer_free(&w);
     if (st != MPIUCC_OK) return st;
     mpiucc_header h = ha;
-    h.version = dense ? 2 : 1; /* a dense sum is written in v2's segments */
+    h.version = dense ? 3 : 1; /* a dense sum is written as v3 */
     h.flags = (ha.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) | (nonfinite ? MPIUCC_FLAG_NONFINITE : 0);
     h.bound = ha.bound + hb.bound;
     h.payload_size = size;
