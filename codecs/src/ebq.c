@@ -354,7 +354,7 @@ mpiucc_status ebq_encode_threads(const ebq_grid *g, const void *src, void *resid
     J.g = g;
     J.src = src;
     J.residual = residual;
-    if (!ebq_segs_open(&J.segs, w, n, threads)) return MPIUCC_ERR_NOMEM;
+    if (!ebq_segs_open(&J.segs, w, n, threads, EBQ_ENCODE_MAX_WIDTH)) return MPIUCC_ERR_NOMEM;
     /* Before any thread writes a residual: the indices the DELTA predictor starts from. */
     for (int t = 0; t < threads; t++)
         J.segs.seg[t].prev = g->delta && t ? index_at(g, src, residual, J.segs.seg[t].i0 - 1) : 0;

@@ -247,6 +247,7 @@ typedef struct {
     uint8_t *start;  /* fast: packed data; dense: escapes */
     uint8_t *op;     /* end of what is written at start */
     uint8_t *sym;    /* dense: symbols (a scratch buffer) */
+    uint8_t *end;    /* fast: the end of a block area of its own; NULL: the sink's low end */
     size_t n;        /* elements */
     size_t nb;       /* blocks written */
     int dense;
@@ -262,11 +263,11 @@ int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv);
 static inline int ebq_writer_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
     if (w->dense) return ebq_dense_put(w, z, orv);
     unsigned wd = ebq_width(orv);
-    if ((size_t)(w->sink.lo - w->op) < 4u * wd) return 0;
+    if ((size_t)((w->end ? w->end : w->sink.lo) - w->op) < 4u * wd) return 0;
     w->widths[w->nb++] = (uint8_t)wd;
     ebq_pack32(z, wd, w->op);
     w->op += 4u * wd;
-    w->sink.floor = w->op;
+    if (!w->end) w->sink.floor = w->op;
     return 1;
 }
 /* Finish the payload (sub-header, entropy stage, outliers); *size receives its size.

@@ -172,7 +172,7 @@ static mpiucc_status add_threads(const mpiucc_header *ha, const mpiucc_header *h
     size_t n = ha->count, es = mpiucc_dtype_size((mpiucc_dtype)ha->dtype);
     J.cur = (add_cursor *)malloc((size_t)threads * sizeof *J.cur);
     if (!J.cur) return MPIUCC_ERR_NOMEM;
-    if (!ebq_segs_open(&J.segs, w, n, threads)) {
+    if (!ebq_segs_open(&J.segs, w, n, threads, 0)) {
         free(J.cur);
         return MPIUCC_ERR_NOMEM;
     }
