@@ -457,6 +457,32 @@ static void decode_fast_threads(const ebq_grid *g, const ebq_reader *r, size_t n
     mpiucc_parallel(threads, decode_segment, &J);
 }
 
+/* The dense blocks of a payload read in one pass (symbols in the scratch), over the reader's
+ * parts: each thread reads its part's blocks from its own copy of the reader. */
+typedef struct {
+    const ebq_grid *g;
+    const ebq_reader *r;
+    uint8_t *dst;
+    int add;
+} dense_job;
+
+static void dense_part(void *ctx, int t) {
+    dense_job *J = (dense_job *)ctx;
+    ebq_reader r; /* everything but the chunk and decoder, which one pass does not use */
+    memcpy(&r, J->r, offsetof(ebq_reader, chunk));
+    size_t i1 = ebq_part_start(r.n, r.parts, t + 1);
+    r.esc = r.esc_at[t];
+    r.b = ebq_part_start(r.n, r.parts, t) / EBQ_BLOCK;
+    const ebq_kernels *k = ebq_kernels_now();
+    uint32_t z[EBQ_BLOCK];
+    int32_t prev = 0;
+    for (size_t i0 = r.b * EBQ_BLOCK; i0 < i1; i0 += EBQ_BLOCK) {
+        size_t m = i1 - i0 < EBQ_BLOCK ? i1 - i0 : EBQ_BLOCK;
+        ebq_reader_block(&r, z);
+        k->dequant(J->g, z, m, &prev, J->dst + i0 * J->g->es, J->add);
+    }
+}
+
 mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add, uint8_t *scratch, size_t scratch_size,
                                  unsigned threads) {
@@ -468,6 +494,9 @@ mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload,
     int nt = r.dense || g.delta ? 1 : mpiucc_threads_for(threads, h->count);
     if (nt > 1) {
         decode_fast_threads(&g, &r, h->count, dst, add, nt);
+    } else if (r.dense && r.sym && r.parts > 1) {
+        dense_job J = {&g, &r, (uint8_t *)dst, add};
+        mpiucc_parallel(r.parts, dense_part, &J);
     } else if (!r.dense) {
         ebq_kernels_now()->decode(&g, r.widths, r.packed, r.end, h->count, dst, add);
     } else {

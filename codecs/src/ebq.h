@@ -11,6 +11,7 @@
 
 #include "entropy.h"
 #include "internal.h"
+#include "threads.h"
 
 #define EBQ_BLOCK 32           /* indices per width byte */
 #define EBQ_CHUNK 256          /* elements per call of a quantize kernel (8 blocks) */
@@ -294,6 +295,8 @@ typedef struct {
     const uint8_t *seg_at;          /* dense v2: the stream of the segment after the current */
     size_t seg;                     /* dense v2: that segment's index */
     const uint8_t *sym;             /* dense, one pass: every symbol (caller's scratch) */
+    int parts;                      /* dense, one pass: parts the blocks may be read in */
+    const uint8_t *esc_at[MPIUCC_MAX_THREADS]; /* dense, one pass: each part's first escape */
     uint8_t chunk[EBQ_DENSE_CHUNK]; /* dense: symbols from chunk_end - its length on */
     mpiucc_rans_decoder dec;        /* dense: the symbols' decoder */
 } ebq_reader;
@@ -306,6 +309,9 @@ mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
                                     const uint8_t *payload, uint8_t *scratch,
                                     size_t scratch_size, unsigned threads);
+/* First element of part t of n elements cut into parts of whole kernel chunks (ebq_segs_bounds'
+ * cut). */
+size_t ebq_part_start(size_t n, int parts, int t);
 /* Bytes of the dense sub-header of a frame version (v2: with its table of stream sizes). */
 uint64_t ebq_dense_head(uint32_t version, uint64_t n);
 /* z of the next block (32 values, zero past the element count). */

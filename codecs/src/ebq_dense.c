@@ -304,7 +304,14 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
         if (r->v2 ? !decode_all(r, scratch, threads)
                   : mpiucc_rans_decode(rans, (size_t)rsize, scratch, n) != MPIUCC_OK)
             return MPIUCC_ERR_CORRUPT;
-        if (!check_extra(r, scratch, n, &p, rans)) return MPIUCC_ERR_CORRUPT;
+        /* the escapes checked part by part, so that parts of the blocks read on threads know
+         * where theirs start (DELTA needs every earlier index: one part) */
+        r->parts = (h->aux >> 8) & 0xff ? 1 : mpiucc_threads_for(threads, n);
+        for (int t = 0; t < r->parts; t++) {
+            size_t i0 = ebq_part_start(n, r->parts, t), i1 = ebq_part_start(n, r->parts, t + 1);
+            r->esc_at[t] = p;
+            if (!check_extra(r, scratch + i0, i1 - i0, &p, rans)) return MPIUCC_ERR_CORRUPT;
+        }
         r->sym = scratch;
         return p == rans ? MPIUCC_OK : MPIUCC_ERR_CORRUPT;
     }

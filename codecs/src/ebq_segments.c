@@ -12,13 +12,14 @@
 
 #include "ebq_segments.h"
 
+size_t ebq_part_start(size_t n, int parts, int t) {
+    size_t i = (n + EBQ_CHUNK - 1) / EBQ_CHUNK * (size_t)t / (size_t)parts * EBQ_CHUNK;
+    return i < n ? i : n;
+}
+
 void ebq_segs_bounds(ebq_segs *S, size_t n, int count) {
-    size_t chunks = (n + EBQ_CHUNK - 1) / EBQ_CHUNK;
     S->count = count;
-    for (int t = 0; t <= count; t++) {
-        size_t i = chunks * (size_t)t / (size_t)count * EBQ_CHUNK;
-        S->seg[t].i0 = i < n ? i : n;
-    }
+    for (int t = 0; t <= count; t++) S->seg[t].i0 = ebq_part_start(n, count, t);
     for (int t = 0; t < count; t++) S->seg[t].i1 = S->seg[t + 1].i0;
 }
 

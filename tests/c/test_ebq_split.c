@@ -7,6 +7,7 @@
 #define MAXN 300001
 
 static float x[MAXN], x2[MAXN], r1[MAXN], rk[MAXN], out1[MAXN], outk[MAXN];
+static uint8_t sym[MAXN]; /* dense scratch */
 static double xd[MAXN];
 
 static void fill(int kind, size_t n) {
@@ -66,6 +67,11 @@ static void check_size(size_t n, int dense, int delta, int rel, int f64, int ef,
             CHECK_ST(mpiucc_decompress_threads(f1, s1, outk, n * 4, NULL, 0, add, t, &ck),
                      MPIUCC_OK);
             CHECK(c1 == n && ck == n && !memcmp(out1, outk, n * sizeof(float)));
+            /* dense in one pass: the blocks read in parts on threads */
+            for (size_t i = 0; i < n; i++) outk[i] = (float)i;
+            CHECK_ST(mpiucc_decompress_threads(f1, s1, outk, n * 4, sym, n, add, t, &ck),
+                     MPIUCC_OK);
+            CHECK(ck == n && !memcmp(out1, outk, n * sizeof(float)));
         }
     }
     if (f64 || rel) return;
