@@ -40,7 +40,7 @@ def ebq_row(x: np.ndarray, eb: float, level: str, reps: int) -> Row:
         f"ebq {level}",
         x,
         lambda: pycodecs.compress(x, "ebq", **kw),
-        lambda f: pycodecs.decompress(f, threads=1),
+        lambda f: pycodecs.decompress(f, count=x.size, threads=1),
         len,
         reps,
         bound=eb,
