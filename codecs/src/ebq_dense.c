@@ -22,13 +22,6 @@
 #define SYM_END 228u    /* v3: symbols LIT..227 are (bit length 8..32) x (two bits below the top) */
 #define CHUNK_BLOCKS (EBQ_CHUNK / EBQ_BLOCK) /* v3: the extra bits end on a byte every chunk */
 
-/* v3: the symbol of z >= LIT; *nb gets the count of its raw low bits. */
-static inline unsigned wide_symbol(uint32_t z, unsigned *nb) {
-    unsigned b = ebq_width(z); /* 8..32 */
-    *nb = b - 3;
-    return LIT + 4 * (b - 8) + ((z >> (b - 3)) & 3);
-}
-
 /* v3: raw low bits of a symbol >= LIT. */
 static inline unsigned wide_bits(unsigned sym) { return 5 + ((sym - LIT) >> 2); }
 
@@ -55,27 +48,42 @@ int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
         for (size_t i = 0; i < m; i++) sym[i] = (uint8_t)z[i];
     } else {
         unsigned nb[EBQ_BLOCK];
+        uint32_t low[EBQ_BLOCK];
         size_t bits = w->nbits;
-        for (size_t i = 0; i < m; i++) {
-            nb[i] = 0;
-            sym[i] = (uint8_t)(z[i] < LIT ? z[i] : wide_symbol(z[i], &nb[i]));
-            bits += nb[i];
+        for (size_t i = 0; i < m; i++) { /* branch-free: a literal takes no extra bits */
+            uint32_t v = z[i], wide = 0u - (uint32_t)(v >= LIT); /* all ones when wide */
+            unsigned b = ebq_width(v | 1), k = (b - 3) & wide;
+            uint32_t ws = LIT + 4 * (b - 8) + ((v >> k) & 3);
+            sym[i] = (uint8_t)(v ^ ((v ^ ws) & wide));
+            nb[i] = k;
+            low[i] = v & ((1u << k) - 1);
+            bits += k;
         }
         if ((size_t)(w->sink.lo - w->op) < (bits + 7) / 8) return 0;
+        uint64_t acc = w->acc;
+        unsigned n = w->nbits; /* below 32 between values: 32 + 29 bits fit the accumulator */
+        uint8_t *op = w->op;   /* a local: byte stores could alias the writer */
         for (size_t i = 0; i < m; i++) {
-            if (!nb[i]) continue;
-            w->acc |= (uint64_t)(z[i] & ((1u << nb[i]) - 1)) << w->nbits;
-            w->nbits += nb[i];
-            for (; w->nbits >= 8; w->nbits -= 8, w->acc >>= 8) *w->op++ = (uint8_t)w->acc;
+            acc |= (uint64_t)low[i] << n;
+            n += nb[i];
+            if (n >= 32) {
+                mpiucc_put_u32(op, (uint32_t)acc);
+                op += 4;
+                acc >>= 32;
+                n -= 32;
+            }
         }
+        w->op = op;
+        w->acc = acc;
+        w->nbits = n;
     }
     w->nb++;
     if (w->nbits && (w->nb % CHUNK_BLOCKS == 0 || w->nb * EBQ_BLOCK >= w->n)) {
-        *w->op++ = (uint8_t)w->acc; /* the chunk's last byte, zero-padded */
+        for (; w->nbits; w->nbits = w->nbits > 8 ? w->nbits - 8 : 0, w->acc >>= 8)
+            *w->op++ = (uint8_t)w->acc; /* the chunk's last bytes, zero-padded */
         w->acc = 0;
-        w->nbits = 0;
     }
-    w->sink.floor = w->op + (w->nbits != 0); /* a partial byte is the writer's */
+    w->sink.floor = w->op + (w->nbits + 7) / 8; /* bytes still in the accumulator */
     return 1;
 }
 
@@ -173,11 +181,13 @@ static int check_bits(const uint8_t *sym, size_t m, const uint8_t **p, const uin
     for (; i < m; i++) any |= sym[i];
     if (!(any & 0x8080808080808080ull)) return 1;
     size_t bits = 0;
-    for (i = 0; i < m; i++) {
-        if (sym[i] < LIT) continue;
-        if (sym[i] >= SYM_END) return 0;
-        bits += wide_bits(sym[i]);
+    unsigned bad = 0;
+    for (i = 0; i < m; i++) { /* without a branch on the symbol's kind */
+        unsigned s = sym[i];
+        bits += s >= LIT ? wide_bits(s) : 0;
+        bad |= s >= SYM_END;
     }
+    if (bad) return 0;
     size_t bytes = (bits + 7) / 8;
     if ((size_t)(end - *p) < bytes) return 0;
     if (bits % 8 && ((*p)[bytes - 1] >> (bits % 8))) return 0;
@@ -343,21 +353,40 @@ void ebq_dense_block(ebq_reader *r, uint32_t *z) {
         sym = r->chunk + (i0 % EBQ_DENSE_CHUNK);
     }
     if (r->v3) {
-        if (i0 % EBQ_CHUNK == 0) { /* the previous chunk's padding */
+        if (i0 % EBQ_CHUNK == 0) { /* drop the previous chunk's padding, give back whole
+                                    * bytes read ahead (its data ends on a byte) */
+            r->esc -= r->nbits / 8;
             r->acc = 0;
             r->nbits = 0;
         }
         uint8_t any = 0;
         for (size_t i = 0; i < m; i++) any |= sym[i];
-        for (size_t i = 0; i < m; i++) {
-            z[i] = sym[i];
-            if (!(any & LIT) || sym[i] < LIT) continue;
-            unsigned nb = wide_bits(sym[i]); /* validated by the reader's init */
-            for (; r->nbits < nb; r->nbits += 8) r->acc |= (uint64_t)*r->esc++ << r->nbits;
-            uint32_t top = (4u | ((sym[i] - LIT) & 3)) << nb;
-            z[i] = top | (uint32_t)(r->acc & ((1u << nb) - 1));
-            r->acc >>= nb;
-            r->nbits -= nb;
+        if (!(any & LIT)) {
+            for (size_t i = 0; i < m; i++) z[i] = sym[i];
+        } else {
+            uint64_t acc = r->acc;
+            unsigned n = r->nbits;
+            const uint8_t *p = r->esc, *end = r->rans;
+            for (size_t i = 0; i < m; i++) { /* without a branch on the symbol's kind */
+                unsigned s = sym[i], wide = s >= LIT;
+                unsigned nb = wide ? wide_bits(s) : 0; /* validated by the reader's init */
+                if (n < nb) { /* 4 bytes at once within the extra bits, else byte by byte */
+                    if (end - p >= 4) {
+                        acc |= (uint64_t)mpiucc_get_u32(p) << n;
+                        p += 4;
+                        n += 32;
+                    } else {
+                        for (; n < nb; n += 8) acc |= (uint64_t)*p++ << n;
+                    }
+                }
+                uint32_t low = (uint32_t)acc & ((1u << nb) - 1);
+                z[i] = wide ? (4u | ((s - LIT) & 3)) << nb | low : s;
+                acc >>= nb;
+                n -= nb;
+            }
+            r->esc = p;
+            r->acc = acc;
+            r->nbits = n;
         }
     } else {
         for (size_t i = 0; i < m; i++) {
