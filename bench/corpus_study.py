@@ -6,7 +6,7 @@ Reads bench/data/corpus (python bench/make_corpus.py). Per set and bound (relati
 range, resolved to one absolute bound for every column), as compression ratios (input bytes over
 output bytes):
 
-  fast, dense       pycodecs frames today (format v1, predictor none)
+  fast, dense       pycodecs frames today (dense: format v3, predictor none)
   H0, ctx           empirical entropy of the zigzag indices: order-0, and under the dense
                     level's own context (previous 8-group sum); no table costs: ceilings
   zero-run          dense frame of the 256-value chunks that do not quantize to all zeros, plus

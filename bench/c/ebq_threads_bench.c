@@ -6,7 +6,9 @@
  * round times every (level, operation, thread count) once, in turn, so that load from other
  * processes falls on every column alike; the best of reps rounds is kept. MB/s are input bytes
  * (1e6) per second; "x" is the speed over the first thread count's. Also checks that every
- * thread count gives the same bytes.
+ * thread count gives the same bytes. "cpu ms" is the process's CPU time per call (user and
+ * system, all threads), the mean of the rounds (ideal: the same figure at every thread count;
+ * other jobs on the same cores inflate it too, through caches and migrations).
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,11 +22,14 @@
 
 #define MAX_T 16
 
-static double now(void) {
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double cpu(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static float *load(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -87,9 +92,9 @@ int main(int argc, char **argv) {
         p.error_bound = rel;
         size_t cap = mpiucc_compress_bound(&p, n), sa = 0, sb = 0, ss = 0, ref = 0;
         uint8_t *fa = malloc(cap), *fb = malloc(cap), *first = malloc(cap), *sum = NULL;
-        double best[3][MAX_T];
+        double best[3][MAX_T], cpus[3][MAX_T];
         for (int o = 0; o < 3; o++)
-            for (int t = 0; t < nt; t++) best[o][t] = INFINITY;
+            for (int t = 0; t < nt; t++) best[o][t] = INFINITY, cpus[o][t] = 0;
         /* ebq_add needs one grid: b takes a's absolute bound */
         mpiucc_compress(&p, x, n, fa, cap, &sa);
         mpiucc_header h;
@@ -104,17 +109,19 @@ int main(int argc, char **argv) {
         for (int r = -1; r < reps; r++) {
             for (int t = 0; t < nt; t++) {
                 p.threads = tlist[t];
-                double t0 = now();
+                double c0 = cpu(), t0 = now();
                 mpiucc_compress(&p, x, n, fa, cap, &sa);
-                double t1 = now();
+                double c1 = cpu(), t1 = now();
                 mpiucc_decompress_threads(fa, sa, y, n * 4, scratch, n, 0, tlist[t], NULL);
-                double t2 = now();
+                double c2 = cpu(), t2 = now();
                 mpiucc_ebq_add_threads(fa, sa, fb, sb, sum, acap, tlist[t], &ss);
-                double t3 = now();
+                double c3 = cpu(), t3 = now();
                 if (r < 0) continue;
-                double d[3] = {t1 - t0, t2 - t1, t3 - t2};
-                for (int o = 0; o < 3; o++)
+                double d[3] = {t1 - t0, t2 - t1, t3 - t2}, c[3] = {c1 - c0, c2 - c1, c3 - c2};
+                for (int o = 0; o < 3; o++) {
                     if (d[o] < best[o][t]) best[o][t] = d[o];
+                    cpus[o][t] += c[o] / reps;
+                }
                 if (t == 0) {
                     memcpy(first, fa, sa);
                     ref = sa;
@@ -128,6 +135,11 @@ int main(int argc, char **argv) {
             printf("%-6s %-10s", level ? "dense" : "fast", ops[o]);
             for (int t = 0; t < nt; t++)
                 printf("  %9.0f  %5.2f", n * 4e-6 / best[o][t], best[o][0] / best[o][t]);
+            printf("\n");
+        }
+        for (int o = 0; o < 3; o++) {
+            printf("%-6s %-10s", level ? "dense" : "fast", ops[o]);
+            for (int t = 0; t < nt; t++) printf("  cpu ms %7.2f", 1e3 * cpus[o][t]);
             printf("\n");
         }
         printf("%-6s ratio %.2f, frames identical across thread counts: %s\n",

@@ -34,10 +34,10 @@ extern "C" {
 #define MPIUCC_VERSION_MAJOR 0
 #define MPIUCC_VERSION_MINOR 1
 #define MPIUCC_VERSION_PATCH 0
-/* The newest frame format version; readers take 1 and 2. Version 2 changed only the ebq
- * dense payload (independent rANS segments): ebq dense frames are written as 2, every other
- * frame as 1 (codecs/FORMAT.md). */
-#define MPIUCC_FORMAT_VERSION 2
+/* The newest frame format version; readers take 1, 2 and 3. Versions 2 and 3 changed only the
+ * ebq dense payload (2: independent rANS segments; 3: a symbol per bit length for large
+ * indices): ebq dense frames are written as 3, every other frame as 1 (codecs/FORMAT.md). */
+#define MPIUCC_FORMAT_VERSION 3
 #define MPIUCC_HEADER_SIZE 64
 
 /* Status codes. Their values are pinned: they cross the Python boundary. */

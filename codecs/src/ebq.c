@@ -354,7 +354,7 @@ mpiucc_status ebq_encode_threads(const ebq_grid *g, const void *src, void *resid
     J.g = g;
     J.src = src;
     J.residual = residual;
-    if (!ebq_segs_open(&J.segs, w, n, threads)) return MPIUCC_ERR_NOMEM;
+    if (!ebq_segs_open(&J.segs, w, n, threads, EBQ_ENCODE_MAX_WIDTH)) return MPIUCC_ERR_NOMEM;
     /* Before any thread writes a residual: the indices the DELTA predictor starts from. */
     for (int t = 0; t < threads; t++)
         J.segs.seg[t].prev = g->delta && t ? index_at(g, src, residual, J.segs.seg[t].i0 - 1) : 0;
@@ -375,7 +375,7 @@ static mpiucc_status ebq_encode(const mpiucc_params *p, const void *src, void *r
     h->param = g.step;
     h->block = EBQ_BLOCK;
     h->aux = p->level | p->predictor << 8;
-    if (p->level == MPIUCC_LEVEL_DENSE) h->version = 2; /* segmented rANS streams */
+    if (p->level == MPIUCC_LEVEL_DENSE) h->version = 3; /* segments, wide symbols */
     ebq_writer w;
     mpiucc_status st = ebq_writer_init(&w, p->level == MPIUCC_LEVEL_DENSE, n, g.es, out, capacity);
     if (st != MPIUCC_OK) return st;
@@ -401,7 +401,7 @@ static mpiucc_status ebq_check_header(const mpiucc_header *h) {
     if (h->block != EBQ_BLOCK || (h->aux >> 16) || level > MPIUCC_LEVEL_DENSE ||
         pred > MPIUCC_PREDICTOR_DELTA || !(h->param > 0) || !(h->param <= DBL_MAX))
         return MPIUCC_ERR_CORRUPT;
-    if (h->version == 2 && level != MPIUCC_LEVEL_DENSE) return MPIUCC_ERR_CORRUPT;
+    if (h->version >= 2 && level != MPIUCC_LEVEL_DENSE) return MPIUCC_ERR_CORRUPT;
     uint64_t head =
         level ? ebq_dense_head(h->version, h->count) : EBQ_SUBHEADER + ebq_nblocks(h->count);
     if (h->payload_size < head) return MPIUCC_ERR_CORRUPT;
@@ -457,6 +457,32 @@ static void decode_fast_threads(const ebq_grid *g, const ebq_reader *r, size_t n
     mpiucc_parallel(threads, decode_segment, &J);
 }
 
+/* The dense blocks of a payload read in one pass (symbols in the scratch), over the reader's
+ * parts: each thread reads its part's blocks from its own copy of the reader. */
+typedef struct {
+    const ebq_grid *g;
+    const ebq_reader *r;
+    uint8_t *dst;
+    int add;
+} dense_job;
+
+static void dense_part(void *ctx, int t) {
+    dense_job *J = (dense_job *)ctx;
+    ebq_reader r; /* everything but the chunk and decoder, which one pass does not use */
+    memcpy(&r, J->r, offsetof(ebq_reader, chunk));
+    size_t i1 = ebq_part_start(r.n, r.parts, t + 1);
+    r.esc = r.esc_at[t];
+    r.b = ebq_part_start(r.n, r.parts, t) / EBQ_BLOCK;
+    const ebq_kernels *k = ebq_kernels_now();
+    uint32_t z[EBQ_BLOCK];
+    int32_t prev = 0;
+    for (size_t i0 = r.b * EBQ_BLOCK; i0 < i1; i0 += EBQ_BLOCK) {
+        size_t m = i1 - i0 < EBQ_BLOCK ? i1 - i0 : EBQ_BLOCK;
+        ebq_reader_block(&r, z);
+        k->dequant(J->g, z, m, &prev, J->dst + i0 * J->g->es, J->add);
+    }
+}
+
 mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload, void *dst,
                                  int add, uint8_t *scratch, size_t scratch_size,
                                  unsigned threads) {
@@ -468,6 +494,9 @@ mpiucc_status ebq_decode_threads(const mpiucc_header *h, const uint8_t *payload,
     int nt = r.dense || g.delta ? 1 : mpiucc_threads_for(threads, h->count);
     if (nt > 1) {
         decode_fast_threads(&g, &r, h->count, dst, add, nt);
+    } else if (r.dense && r.sym && r.parts > 1) {
+        dense_job J = {&g, &r, (uint8_t *)dst, add};
+        mpiucc_parallel(r.parts, dense_part, &J);
     } else if (!r.dense) {
         ebq_kernels_now()->decode(&g, r.widths, r.packed, r.end, h->count, dst, add);
     } else {

@@ -11,6 +11,7 @@
 
 #include "entropy.h"
 #include "internal.h"
+#include "threads.h"
 
 #define EBQ_BLOCK 32           /* indices per width byte */
 #define EBQ_CHUNK 256          /* elements per call of a quantize kernel (8 blocks) */
@@ -247,10 +248,13 @@ typedef struct {
     uint8_t *start;  /* fast: packed data; dense: escapes */
     uint8_t *op;     /* end of what is written at start */
     uint8_t *sym;    /* dense: symbols (a scratch buffer) */
+    uint8_t *end;    /* fast: the end of a block area of its own; NULL: the sink's low end */
     size_t n;        /* elements */
     size_t nb;       /* blocks written */
     int dense;
     unsigned threads; /* dense: threads for the rANS streams (0: the default) */
+    uint64_t acc;     /* dense: extra bits not yet written (fewer than 8) */
+    unsigned nbits;   /* dense: how many */
     ebq_sink sink;
 } ebq_writer;
 mpiucc_status ebq_writer_init(ebq_writer *w, int dense, size_t n, size_t es, uint8_t *out,
@@ -260,11 +264,11 @@ int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv);
 static inline int ebq_writer_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
     if (w->dense) return ebq_dense_put(w, z, orv);
     unsigned wd = ebq_width(orv);
-    if ((size_t)(w->sink.lo - w->op) < 4u * wd) return 0;
+    if ((size_t)((w->end ? w->end : w->sink.lo) - w->op) < 4u * wd) return 0;
     w->widths[w->nb++] = (uint8_t)wd;
     ebq_pack32(z, wd, w->op);
     w->op += 4u * wd;
-    w->sink.floor = w->op;
+    if (!w->end) w->sink.floor = w->op;
     return 1;
 }
 /* Finish the payload (sub-header, entropy stage, outliers); *size receives its size.
@@ -283,11 +287,16 @@ typedef struct {
     size_t n, b;                    /* elements, next block */
     int dense;
     size_t chunk_end;               /* dense: element after the last decoded symbol */
-    int v2;                         /* dense: format v2, one rANS stream per segment */
+    int v2;                         /* dense: format v2 or later, one rANS stream per segment */
+    int v3;                         /* dense: format v3, extra bits instead of escapes */
+    uint64_t acc;                   /* dense v3: extra bits read and not yet used */
+    unsigned nbits;                 /* dense v3: how many */
     const uint8_t *rans, *sizes;    /* dense v2: the streams, their sizes (u64 each) */
     const uint8_t *seg_at;          /* dense v2: the stream of the segment after the current */
     size_t seg;                     /* dense v2: that segment's index */
     const uint8_t *sym;             /* dense, one pass: every symbol (caller's scratch) */
+    int parts;                      /* dense, one pass: parts the blocks may be read in */
+    const uint8_t *esc_at[MPIUCC_MAX_THREADS]; /* dense, one pass: each part's first escape */
     uint8_t chunk[EBQ_DENSE_CHUNK]; /* dense: symbols from chunk_end - its length on */
     mpiucc_rans_decoder dec;        /* dense: the symbols' decoder */
 } ebq_reader;
@@ -300,6 +309,9 @@ mpiucc_status ebq_reader_init(ebq_reader *r, const mpiucc_header *h, const uint8
 mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
                                     const uint8_t *payload, uint8_t *scratch,
                                     size_t scratch_size, unsigned threads);
+/* First element of part t of n elements cut into parts of whole kernel chunks (ebq_segs_bounds'
+ * cut). */
+size_t ebq_part_start(size_t n, int parts, int t);
 /* Bytes of the dense sub-header of a frame version (v2: with its table of stream sizes). */
 uint64_t ebq_dense_head(uint32_t version, uint64_t n);
 /* z of the next block (32 values, zero past the element count). */

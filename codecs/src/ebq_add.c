@@ -172,7 +172,7 @@ static mpiucc_status add_threads(const mpiucc_header *ha, const mpiucc_header *h
     size_t n = ha->count, es = mpiucc_dtype_size((mpiucc_dtype)ha->dtype);
     J.cur = (add_cursor *)malloc((size_t)threads * sizeof *J.cur);
     if (!J.cur) return MPIUCC_ERR_NOMEM;
-    if (!ebq_segs_open(&J.segs, w, n, threads)) {
+    if (!ebq_segs_open(&J.segs, w, n, threads, 0)) {
         free(J.cur);
         return MPIUCC_ERR_NOMEM;
     }
@@ -241,7 +241,7 @@ mpiucc_status mpiucc_ebq_add_threads(const void *a, size_t a_size, const void *b
     ebq_writer_free(&w);
     if (st != MPIUCC_OK) return st;
     mpiucc_header h = ha;
-    h.version = dense ? 2 : 1; /* a dense sum is written in v2's segments */
+    h.version = dense ? 3 : 1; /* a dense sum is written as v3 */
     h.flags = (ha.flags & MPIUCC_FLAG_PAYLOAD_CHECKSUM) | (nonfinite ? MPIUCC_FLAG_NONFINITE : 0);
     h.bound = ha.bound + hb.bound;
     h.payload_size = size;

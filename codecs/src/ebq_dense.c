@@ -1,19 +1,29 @@
 /* ebq_dense.c: the dense level of ebq. The same indices as the fast level (same quantize
- * kernel, same predictor, same zigzag values z), coded as byte symbols min(z, 255) through
- * the rANS stage of entropy.h; z >= 255 also writes the varint z - 255 ("escape").
+ * kernel, same predictor, same zigzag values z), coded as byte symbols through the rANS stage
+ * of entropy.h. Format v3 (written today): z < 128 is its own symbol; a larger z is the symbol
+ * of its bit length and the two bits below its top bit, and its remaining low bits go raw to a
+ * bit stream ("extra bits", byte-aligned at the end of every kernel chunk). v1 and v2: symbols
+ * min(z, 255), and z >= 255 also writes the varint z - 255 ("escape").
  * Payload v1: sub-header (outlier count, escape size, rANS size; u64 each), escapes, rANS
- * stream, outlier records (as the fast level). Payload v2 (written today): outlier count,
- * escape size, then the size of each segment's rANS stream (segments of EBQ_DENSE_SEGMENT
- * symbols), escapes, the streams in order, outlier records. Encoding allocates the symbols
- * (count bytes) and, on threads, a buffer per stream; decoding allocates nothing: it validates
- * the whole stream chunk by chunk first, then decodes it again as the blocks are read. */
+ * stream, outlier records (as the fast level). Payload v2 and v3: outlier count, escape (v3:
+ * extra bits) size, then the size of each segment's rANS stream (segments of EBQ_DENSE_SEGMENT
+ * symbols), escapes (extra bits), the streams in order, outlier records. Encoding allocates the
+ * symbols (count bytes) and, on threads, a buffer per stream; decoding allocates nothing: it
+ * validates the whole stream chunk by chunk first, then decodes it again as the blocks are
+ * read. */
 #include <stdlib.h>
 
 #include "ebq.h"
 #include "threads.h"
 
 #define ESC 255u
-#define ESC_MAX_BYTES 5 /* varint of a value below 2^32 */
+#define ESC_MAX_BYTES 5 /* varint of a value below 2^32; v3's extra bits take less */
+#define LIT 128u        /* v3: symbols below are z itself */
+#define SYM_END 228u    /* v3: symbols LIT..227 are (bit length 8..32) x (two bits below the top) */
+#define CHUNK_BLOCKS (EBQ_CHUNK / EBQ_BLOCK) /* v3: the extra bits end on a byte every chunk */
+
+/* v3: raw low bits of a symbol >= LIT. */
+static inline unsigned wide_bits(unsigned sym) { return 5 + ((sym - LIT) >> 2); }
 
 static size_t segments_of(uint64_t n) {
     return (size_t)(n / EBQ_DENSE_SEGMENT + (n % EBQ_DENSE_SEGMENT != 0));
@@ -34,26 +44,46 @@ size_t ebq_dense_payload_bound(size_t n, size_t es) {
 int ebq_dense_put(ebq_writer *w, const uint32_t *z, uint32_t orv) {
     size_t i0 = w->nb * EBQ_BLOCK, m = w->n - i0 < EBQ_BLOCK ? w->n - i0 : EBQ_BLOCK;
     uint8_t *sym = w->sym + i0;
-    if (orv < ESC) {
+    if (orv < LIT) {
         for (size_t i = 0; i < m; i++) sym[i] = (uint8_t)z[i];
     } else {
-        for (size_t i = 0; i < m; i++) {
-            if (z[i] < ESC) {
-                sym[i] = (uint8_t)z[i];
-                continue;
-            }
-            sym[i] = ESC;
-            uint32_t v = z[i] - ESC;
-            if ((size_t)(w->sink.lo - w->op) < ebq_varint_size(v)) return 0;
-            while (v >= 0x80) {
-                *w->op++ = (uint8_t)(v | 0x80);
-                v >>= 7;
-            }
-            *w->op++ = (uint8_t)v;
+        unsigned nb[EBQ_BLOCK];
+        uint32_t low[EBQ_BLOCK];
+        size_t bits = w->nbits;
+        for (size_t i = 0; i < m; i++) { /* branch-free: a literal takes no extra bits */
+            uint32_t v = z[i], wide = 0u - (uint32_t)(v >= LIT); /* all ones when wide */
+            unsigned b = ebq_width(v | 1), k = (b - 3) & wide;
+            uint32_t ws = LIT + 4 * (b - 8) + ((v >> k) & 3);
+            sym[i] = (uint8_t)(v ^ ((v ^ ws) & wide));
+            nb[i] = k;
+            low[i] = v & ((1u << k) - 1);
+            bits += k;
         }
+        if ((size_t)(w->sink.lo - w->op) < (bits + 7) / 8) return 0;
+        uint64_t acc = w->acc;
+        unsigned n = w->nbits; /* below 32 between values: 32 + 29 bits fit the accumulator */
+        uint8_t *op = w->op;   /* a local: byte stores could alias the writer */
+        for (size_t i = 0; i < m; i++) {
+            acc |= (uint64_t)low[i] << n;
+            n += nb[i];
+            if (n >= 32) {
+                mpiucc_put_u32(op, (uint32_t)acc);
+                op += 4;
+                acc >>= 32;
+                n -= 32;
+            }
+        }
+        w->op = op;
+        w->acc = acc;
+        w->nbits = n;
     }
     w->nb++;
-    w->sink.floor = w->op;
+    if (w->nbits && (w->nb % CHUNK_BLOCKS == 0 || w->nb * EBQ_BLOCK >= w->n)) {
+        for (; w->nbits; w->nbits = w->nbits > 8 ? w->nbits - 8 : 0, w->acc >>= 8)
+            *w->op++ = (uint8_t)w->acc; /* the chunk's last bytes, zero-padded */
+        w->acc = 0;
+    }
+    w->sink.floor = w->op + (w->nbits + 7) / 8; /* bytes still in the accumulator */
     return 1;
 }
 
@@ -138,6 +168,49 @@ static int read_escape(const uint8_t **p, const uint8_t *end, uint32_t *v) {
     return 0;
 }
 
+/* v3: validate the extra bits of one kernel chunk's m symbols at *p (< end) and step over
+ * them: every symbol below SYM_END, the bytes there, the last one's padding zero. */
+static int check_bits(const uint8_t *sym, size_t m, const uint8_t **p, const uint8_t *end) {
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8) {
+        uint64_t v;
+        memcpy(&v, sym + i, 8);
+        any |= v;
+    }
+    for (; i < m; i++) any |= sym[i];
+    if (!(any & 0x8080808080808080ull)) return 1;
+    size_t bits = 0;
+    unsigned bad = 0;
+    for (i = 0; i < m; i++) { /* without a branch on the symbol's kind */
+        unsigned s = sym[i];
+        bits += s >= LIT ? wide_bits(s) : 0;
+        bad |= s >= SYM_END;
+    }
+    if (bad) return 0;
+    size_t bytes = (bits + 7) / 8;
+    if ((size_t)(end - *p) < bytes) return 0;
+    if (bits % 8 && ((*p)[bytes - 1] >> (bits % 8))) return 0;
+    *p += bytes;
+    return 1;
+}
+
+/* The escapes (v1, v2) or extra bits (v3) of symbols [i0, i0 + m) (v3: i0 and m whole
+ * chunks but at the end) at *p (< end), validated and stepped over. */
+static int check_extra(const ebq_reader *r, const uint8_t *sym, size_t m, const uint8_t **p,
+                       const uint8_t *end) {
+    if (r->v3) {
+        for (size_t i = 0; i < m; i += EBQ_CHUNK)
+            if (!check_bits(sym + i, m - i < EBQ_CHUNK ? m - i : EBQ_CHUNK, p, end)) return 0;
+        return 1;
+    }
+    for (const uint8_t *s = sym; m && (s = memchr(s, ESC, (size_t)(sym + m - s))); s++) {
+        uint32_t v;
+        if (!read_escape(p, end, &v)) return 0;
+    }
+    return 1;
+}
+
 /* v2: the decoder of the next segment's stream (validated sizes). */
 static mpiucc_status next_segment(ebq_reader *r) {
     size_t i0 = r->seg * EBQ_DENSE_SEGMENT, m = r->n - i0 < EBQ_DENSE_SEGMENT ? r->n - i0
@@ -213,7 +286,8 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
     uint64_t rest = ps - head, esize = mpiucc_get_u64(payload + 8), rsize = 0;
     r->dense = 1;
     r->n = n;
-    r->v2 = h->version == 2;
+    r->v2 = h->version >= 2;
+    r->v3 = h->version >= 3;
     r->n_outliers = mpiucc_get_u64(payload);
     if (r->v2) { /* the streams' sizes, summed without overflow */
         r->sizes = payload + 16;
@@ -240,10 +314,13 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
         if (r->v2 ? !decode_all(r, scratch, threads)
                   : mpiucc_rans_decode(rans, (size_t)rsize, scratch, n) != MPIUCC_OK)
             return MPIUCC_ERR_CORRUPT;
-        for (const uint8_t *s = scratch; n && (s = memchr(s, ESC, (size_t)(scratch + n - s)));
-             s++) {
-            uint32_t v;
-            if (!read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
+        /* the escapes checked part by part, so that parts of the blocks read on threads know
+         * where theirs start (DELTA needs every earlier index: one part) */
+        r->parts = (h->aux >> 8) & 0xff ? 1 : mpiucc_threads_for(threads, n);
+        for (int t = 0; t < r->parts; t++) {
+            size_t i0 = ebq_part_start(n, r->parts, t), i1 = ebq_part_start(n, r->parts, t + 1);
+            r->esc_at[t] = p;
+            if (!check_extra(r, scratch + i0, i1 - i0, &p, rans)) return MPIUCC_ERR_CORRUPT;
         }
         r->sym = scratch;
         return p == rans ? MPIUCC_OK : MPIUCC_ERR_CORRUPT;
@@ -253,12 +330,8 @@ mpiucc_status ebq_dense_reader_init(ebq_reader *r, const mpiucc_header *h,
         return MPIUCC_ERR_CORRUPT;
     for (size_t i0 = 0; i0 < n; i0 += EBQ_DENSE_CHUNK) {
         size_t m = n - i0 < EBQ_DENSE_CHUNK ? n - i0 : EBQ_DENSE_CHUNK;
-        if (next_chunk(r, i0, m) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
-        for (const uint8_t *s = r->chunk; (s = memchr(s, ESC, (size_t)(r->chunk + m - s)));
-             s++) {
-            uint32_t v;
-            if (!read_escape(&p, rans, &v)) return MPIUCC_ERR_CORRUPT;
-        }
+        if (next_chunk(r, i0, m) != MPIUCC_OK || !check_extra(r, r->chunk, m, &p, rans))
+            return MPIUCC_ERR_CORRUPT;
     }
     if ((n || !r->v2) && mpiucc_rans_decoder_finish(&r->dec) != MPIUCC_OK) return MPIUCC_ERR_CORRUPT;
     if (p != rans) return MPIUCC_ERR_CORRUPT;
@@ -279,12 +352,50 @@ void ebq_dense_block(ebq_reader *r, uint32_t *z) {
             next_chunk(r, i0, r->n - i0 < EBQ_DENSE_CHUNK ? r->n - i0 : EBQ_DENSE_CHUNK);
         sym = r->chunk + (i0 % EBQ_DENSE_CHUNK);
     }
-    for (size_t i = 0; i < m; i++) {
-        z[i] = sym[i];
-        if (sym[i] == ESC) {
-            uint32_t v = 0;
-            read_escape(&r->esc, r->outliers, &v); /* validated by the reader's init */
-            z[i] = ESC + v;
+    if (r->v3) {
+        if (i0 % EBQ_CHUNK == 0) { /* drop the previous chunk's padding, give back whole
+                                    * bytes read ahead (its data ends on a byte) */
+            r->esc -= r->nbits / 8;
+            r->acc = 0;
+            r->nbits = 0;
+        }
+        uint8_t any = 0;
+        for (size_t i = 0; i < m; i++) any |= sym[i];
+        if (!(any & LIT)) {
+            for (size_t i = 0; i < m; i++) z[i] = sym[i];
+        } else {
+            uint64_t acc = r->acc;
+            unsigned n = r->nbits;
+            const uint8_t *p = r->esc, *end = r->rans;
+            for (size_t i = 0; i < m; i++) { /* without a branch on the symbol's kind */
+                unsigned s = sym[i], wide = s >= LIT;
+                unsigned nb = wide ? wide_bits(s) : 0; /* validated by the reader's init */
+                if (n < nb) { /* 4 bytes at once within the extra bits, else byte by byte */
+                    if (end - p >= 4) {
+                        acc |= (uint64_t)mpiucc_get_u32(p) << n;
+                        p += 4;
+                        n += 32;
+                    } else {
+                        for (; n < nb; n += 8) acc |= (uint64_t)*p++ << n;
+                    }
+                }
+                uint32_t low = (uint32_t)acc & ((1u << nb) - 1);
+                z[i] = wide ? (4u | ((s - LIT) & 3)) << nb | low : s;
+                acc >>= nb;
+                n -= nb;
+            }
+            r->esc = p;
+            r->acc = acc;
+            r->nbits = n;
+        }
+    } else {
+        for (size_t i = 0; i < m; i++) {
+            z[i] = sym[i];
+            if (sym[i] == ESC) {
+                uint32_t v = 0;
+                read_escape(&r->esc, r->outliers, &v); /* validated by the reader's init */
+                z[i] = ESC + v;
+            }
         }
     }
     for (size_t i = m; i < EBQ_BLOCK; i++) z[i] = 0;

@@ -25,8 +25,11 @@ typedef struct {
 /* Cut n elements into count segments of whole EBQ_CHUNKs (seg[t].i0, .i1). */
 void ebq_segs_bounds(ebq_segs *S, size_t n, int count);
 /* Segments over w0 and buffers for segments 1..count-1; 0 when an allocation failed (then
- * nothing is held and w0 is as it was). */
-int ebq_segs_open(ebq_segs *S, ebq_writer *w0, size_t n, int count);
+ * nothing is held and w0 is as it was). max_width > 0 (fast level): no block is wider, and
+ * where w0's capacity holds every segment's widest blocks plus a payload bound's outliers, the
+ * segments write their blocks into the payload itself, each in an area of its own after the
+ * one before, and their buffers take only outliers (so they are not touched without any). */
+int ebq_segs_open(ebq_segs *S, ebq_writer *w0, size_t n, int count, unsigned max_width);
 /* Append the segments' blocks, entropy-code (dense), write the sub-header and the outliers:
  * what ebq_writer_finish does for a single writer. Does not free w0's symbols. */
 mpiucc_status ebq_segs_merge(ebq_segs *S, size_t n, size_t *size);

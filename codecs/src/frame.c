@@ -137,7 +137,7 @@ mpiucc_status mpiucc_read_header(const void *src, size_t src_size, mpiucc_header
     const mpiucc_codec_impl *impl = codec_of(h.codec);
     if (h.codec >= MPIUCC_CODEC_COUNT_) return MPIUCC_ERR_CORRUPT;
     if (!impl) return MPIUCC_ERR_UNSUPPORTED;
-    if (h.version == 2 && h.codec != MPIUCC_CODEC_EBQ) return MPIUCC_ERR_CORRUPT;
+    if (h.version >= 2 && h.codec != MPIUCC_CODEC_EBQ) return MPIUCC_ERR_CORRUPT;
     if (h.payload_size > src_size - MPIUCC_HEADER_SIZE) return MPIUCC_ERR_TRUNCATED;
     mpiucc_status st = impl->check_header(&h);
     if (st != MPIUCC_OK) return st;

@@ -7,6 +7,7 @@
 #define MAXN 300001
 
 static float x[MAXN], x2[MAXN], r1[MAXN], rk[MAXN], out1[MAXN], outk[MAXN];
+static uint8_t sym[MAXN]; /* dense scratch */
 static double xd[MAXN];
 
 static void fill(int kind, size_t n) {
@@ -66,6 +67,11 @@ static void check_size(size_t n, int dense, int delta, int rel, int f64, int ef,
             CHECK_ST(mpiucc_decompress_threads(f1, s1, outk, n * 4, NULL, 0, add, t, &ck),
                      MPIUCC_OK);
             CHECK(c1 == n && ck == n && !memcmp(out1, outk, n * sizeof(float)));
+            /* dense in one pass: the blocks read in parts on threads */
+            for (size_t i = 0; i < n; i++) outk[i] = (float)i;
+            CHECK_ST(mpiucc_decompress_threads(f1, s1, outk, n * 4, sym, n, add, t, &ck),
+                     MPIUCC_OK);
+            CHECK(ck == n && !memcmp(out1, outk, n * sizeof(float)));
         }
     }
     if (f64 || rel) return;
@@ -79,7 +85,7 @@ static void check_size(size_t n, int dense, int delta, int rel, int f64, int ef,
     }
 }
 
-/* Dense frames of several 2^20-symbol segments (format v2): the same bytes on 1 and 3 threads,
+/* Dense frames of several 2^20-symbol segments (format v2 and later): the same bytes on 1 and 3 threads,
  * the same values decoded in one pass (scratch, threads) and in two (no scratch), within the
  * bound; a damaged stream size is refused before anything is written. */
 static void test_dense_segments(void) {
@@ -99,7 +105,7 @@ static void test_dense_segments(void) {
     p.threads = 3;
     CHECK_ST(mpiucc_compress(&p, v, n, f3, cap, &s3), MPIUCC_OK);
     CHECK(s1 == s3 && !memcmp(f1, f3, s1));
-    CHECK(f1[4] == 2);
+    CHECK(f1[4] == 3);
     CHECK_ST(mpiucc_decompress_threads(f1, s1, a, n * 4, scratch, n, 0, 3, NULL), MPIUCC_OK);
     CHECK_ST(mpiucc_decompress_threads(f1, s1, b, n * 4, NULL, 0, 0, 1, NULL), MPIUCC_OK);
     CHECK(!memcmp(a, b, n * 4));
@@ -117,6 +123,68 @@ static void test_dense_segments(void) {
              MPIUCC_ERR_CORRUPT);
     CHECK(((uint8_t *)b)[0] == 0x55 && ((uint8_t *)b)[n * 4 - 1] == 0x55); /* untouched */
     free(v), free(a), free(b), free(scratch), free(f1), free(f3);
+}
+
+/* Format v3's wide symbols: indices of every bit length up to 2^24 (extra bits in every kernel
+ * chunk, chunks ending on partial bytes), the same frame on 1 to 5 threads, decoded within the
+ * bound in one pass and in two; then damaged extra bits are refused before anything is
+ * written: a size one byte short, and a padding bit set. */
+static void test_dense_wide(void) {
+    size_t n = 3 * 256 * 7 + 77;
+    mpiucc_params p = MPIUCC_PARAMS_INIT;
+    p.level = MPIUCC_LEVEL_DENSE;
+    p.error_bound = 0.5;
+    size_t cap = mpiucc_compress_bound(&p, n), s1 = 0, sk = 0;
+    uint8_t *f1 = malloc(cap), *fk = malloc(cap), *scratch = malloc(n);
+    float *v = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) { /* |q| up to about 2^23, log-uniform, both signs */
+        double m = ldexp(1.0 + tu_rand_laplace(0.3) * 0.1, (int)(i * 7919 % 24));
+        v[i] = (float)(i % 3 ? m : -m);
+        if (i % 500 == 3) v[i] = (float)tu_rand_laplace(1.0); /* small ones between */
+    }
+    p.threads = 1;
+    CHECK_ST(mpiucc_compress(&p, v, n, f1, cap, &s1), MPIUCC_OK);
+    CHECK(f1[4] == 3);
+    for (unsigned t = 2; t <= 5; t++) {
+        p.threads = t;
+        CHECK_ST(mpiucc_compress(&p, v, n, fk, cap, &sk), MPIUCC_OK);
+        CHECK(s1 == sk && !memcmp(f1, fk, s1));
+    }
+    CHECK_ST(mpiucc_decompress_threads(f1, s1, a, n * 4, scratch, n, 0, 3, NULL), MPIUCC_OK);
+    CHECK_ST(mpiucc_decompress_threads(f1, s1, b, n * 4, NULL, 0, 0, 1, NULL), MPIUCC_OK);
+    CHECK(!memcmp(a, b, n * 4));
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= fabs((double)a[i] - (double)v[i]) <= 0.5;
+    CHECK(ok);
+    uint8_t *pl = f1 + MPIUCC_HEADER_SIZE;
+    CHECK(mpiucc_get_u64(pl) == 0 && mpiucc_get_u64(pl + 8) > 0); /* no outliers, extra bits */
+    /* the extra bits' size one byte short (the streams' sizes then fill one byte less) */
+    memcpy(fk, f1, s1);
+    uint8_t *pk = fk + MPIUCC_HEADER_SIZE;
+    mpiucc_put_u64(pk + 8, mpiucc_get_u64(pk + 8) - 1);
+    memset(b, 0x55, n * 4);
+    CHECK_ST(mpiucc_decompress_threads(fk, s1, b, n * 4, scratch, n, 0, 3, NULL),
+             MPIUCC_ERR_CORRUPT);
+    CHECK_ST(mpiucc_decompress_threads(fk, s1, b, n * 4, NULL, 0, 0, 1, NULL),
+             MPIUCC_ERR_CORRUPT);
+    CHECK(((uint8_t *)b)[0] == 0x55 && ((uint8_t *)b)[n * 4 - 1] == 0x55);
+    free(v), free(a), free(b), free(scratch), free(f1), free(fk);
+    /* one index of 6 extra bits in a chunk: one byte, its two top bits padding */
+    float one[256] = {0};
+    one[9] = 150.0f; /* step 1: q = 150, z = 300 = 0b100101100: 9 bits, 6 extra */
+    uint8_t g[1024];
+    size_t gs = 0;
+    p.threads = 1;
+    CHECK_ST(mpiucc_compress(&p, one, 256, g, sizeof g, &gs), MPIUCC_OK);
+    uint8_t *gp = g + MPIUCC_HEADER_SIZE;
+    CHECK(mpiucc_get_u64(gp + 8) == 1 && gp[24] == (300 & 63));
+    float back[256];
+    CHECK_ST(mpiucc_decompress(g, gs, back, sizeof back, NULL), MPIUCC_OK);
+    CHECK(back[9] == 150.0f && back[0] == 0.0f);
+    gp[24] |= 0x80; /* a padding bit */
+    memset(back, 0x55, sizeof back);
+    CHECK_ST(mpiucc_decompress(g, gs, back, sizeof back, NULL), MPIUCC_ERR_CORRUPT);
+    CHECK(((uint8_t *)back)[0] == 0x55);
 }
 
 int main(void) {
@@ -139,6 +207,7 @@ int main(void) {
                            fk, s1, sk);
         }
     test_dense_segments();
+    test_dense_wide();
     /* the default thread count is 1 or more and MPIUCC_THREADS overrides it */
     CHECK(mpiucc_default_threads() >= 1);
     setenv("MPIUCC_THREADS", "3", 1);

@@ -42,7 +42,7 @@ static void test_crc_tables(void) {
 }
 
 /* A valid dense frame of count zeros (f32): about 90 bytes whatever the count. Format v1:
- * a v2 frame of one segment has the v1 payload, so the version byte is all that changes (v2
+ * a v2 or v3 frame of one segment of zeros has the v1 payload, so the version byte is all that changes (v2
  * needs 8 bytes per 2^20 elements: its count cannot grow without its payload). */
 static size_t dense_zeros(uint64_t count, uint8_t *frame, size_t cap) {
     float x[64] = {0};

@@ -17,7 +17,7 @@ static void check_header(const uint8_t *f, size_t size) {
     }
     FZ_ASSERT(size >= MPIUCC_HEADER_SIZE && f[0] == 0x89 && f[1] == 'M' && f[2] == 'U');
     FZ_ASSERT(mpiucc_crc32c(0, f, 60) == fz_u32(f + 60));
-    FZ_ASSERT((h.version == 1 || h.version == 2) && h.version == f[4]);
+    FZ_ASSERT(h.version >= 1 && h.version <= 3 && h.version == f[4]);
     FZ_ASSERT(h.codec == f[5] && h.dtype == f[6]);
     FZ_ASSERT(h.flags == f[7] && (h.flags & ~MPIUCC_FLAGS_KNOWN_) == 0);
     FZ_ASSERT(h.codec < MPIUCC_CODEC_COUNT_ && mpiucc_dtype_size((mpiucc_dtype)h.dtype));

@@ -30,7 +30,14 @@ DECODERS = {
         "ebq-f32-specials",
         "ebq-f32-empty",
     ],
-    "fuzz_decode_ebq_dense": ["ebq-f32-abs-dense", "ebq-f64-abs-dense", "ebq-f64-rel-dense"],
+    "fuzz_decode_ebq_dense": [
+        "ebq-f32-abs-dense",
+        "ebq-f64-abs-dense",
+        "ebq-f64-rel-dense",
+        "ebq-f32-dense-wide",
+        "v1-ebq-",  # older format versions still decode
+        "v2-ebq-",
+    ],
 }
 
 F32_SPECIALS = [

@@ -82,6 +82,8 @@ CASES = {
         {"error_bound": 1e-3, "level": "dense"},
         f32(n=(1 << 20) + 1000, scale=3e-4, specials=True),
     ),
+    # format v3: indices in the tens of thousands (wide symbols and their extra bits)
+    "ebq-f32-dense-wide": ("ebq", {"error_bound": 1e-4, "level": "dense"}, f32(specials=True)),
     "fp16-f32": ("fp16", {}, f32(specials=True)),
     "fp16-f64": ("fp16", {}, f64()),
     "bf16-f32": ("bf16", {}, f32(specials=True)),

@@ -75,7 +75,7 @@ def test_payload_damage_caught_by_checksum(codec):
 @pytest.mark.parametrize(
     "offset, value, status",
     [
-        (4, 3, "MPIUCC_ERR_VERSION"),
+        (4, 4, "MPIUCC_ERR_VERSION"),
         (4, 0, "MPIUCC_ERR_VERSION"),
         (5, 200, "MPIUCC_ERR_CORRUPT"),  # no such codec
         (6, 0, "MPIUCC_ERR_CORRUPT"),  # no such dtype
@@ -94,21 +94,25 @@ def test_invalid_header_fields(codec, offset, value, status):
 
 
 @pytest.mark.parametrize("codec", codec_params())
-def test_version_2_is_only_for_ebq_dense(codec):
-    """Format v2 changed the ebq dense payload alone: other frames are written as v1, and v2
-    on one of them is refused; a dense frame of one segment reads the same as v1 and v2."""
+def test_versions_2_and_3_are_only_for_ebq_dense(codec):
+    """Formats v2 and v3 changed the ebq dense payload alone: other frames are written as v1,
+    and v2 or v3 on one of them is refused; a dense frame of one segment without extra bits
+    (no index of 128 or more) reads the same as v1, v2 and v3."""
     frame = make_frame(codec, n=20)
     h = pycodecs.header(frame)
     dense = h.codec == "ebq" and h.aux & 0xFF == 1
-    assert frame[4] == (2 if dense else 1)
-    bad = bytearray(frame)
-    bad[4] = 1 if dense else 2
+    assert frame[4] == (3 if dense else 1)
     if dense:
-        assert np.array_equal(pycodecs.decompress(reseal(bad)), pycodecs.decompress(frame))
-    else:
-        with pytest.raises(CodecError) as e:
-            pycodecs.decompress(reseal(bad))
-        assert e.value.status_name == "MPIUCC_ERR_CORRUPT"
+        assert int.from_bytes(frame[72:80], "little") == 0  # no extra bits
+    for version in (1, 2) if dense else (2, 3):
+        bad = bytearray(frame)
+        bad[4] = version
+        if dense:
+            assert np.array_equal(pycodecs.decompress(reseal(bad)), pycodecs.decompress(frame))
+        else:
+            with pytest.raises(CodecError) as e:
+                pycodecs.decompress(reseal(bad))
+            assert e.value.status_name == "MPIUCC_ERR_CORRUPT"
 
 
 @pytest.mark.parametrize("codec", codec_params())

@@ -112,3 +112,26 @@ def test_bad_thread_counts_raise(bad):
         pycodecs.compress(x, "ebq", error_bound=1.0, threads=bad)
     with pytest.raises((TypeError, ValueError)):
         pycodecs.decompress(pycodecs.compress(x, "ebq", error_bound=1.0), threads=bad)
+
+
+@hsettings(max_examples=80)
+@given(data=st.data())
+def test_dense_wide_indices_keep_the_bound_on_threads(data):
+    """Format v3's wide symbols: indices of every bit length up to 2^24 steps (their low bits
+    in the extra-bit stream, chunks ending on partial bytes) give one frame for every thread
+    count and decode within the bound on any number of threads."""
+    dtype = data.draw(st.sampled_from(("float32", "float64")), "dtype")
+    n = data.draw(st.sampled_from(EDGES) | st.integers(0, 3000), "n")
+    seed = data.draw(st.integers(0, 2**32 - 1), "seed")
+    top = data.draw(st.integers(1, 24), "top bit")
+    rng = np.random.default_rng(seed)
+    eb = 0.5 ** data.draw(st.integers(0, 20), "eb exponent")
+    mag = np.ldexp(rng.uniform(0.5, 1.0, n), rng.integers(0, top + 1, n)) * eb
+    x = (mag * rng.choice((-1.0, 1.0), n)).astype(dtype)
+    one = pycodecs.compress(x, "ebq", threads=1, error_bound=eb, level="dense")
+    assert one[4] == 3
+    for t in THREADS:
+        assert pycodecs.compress(x, "ebq", threads=t, error_bound=eb, level="dense") == one
+    y = pycodecs.decompress(one, threads=3)
+    assert np.array_equal(bits(y), bits(pycodecs.decompress(one, threads=1)))
+    check_contract(x, y, "abs", eb, pycodecs.header(one))
