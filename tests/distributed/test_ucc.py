@@ -155,6 +155,17 @@ def test_auto_tries_both_and_every_rank_takes_the_same(
     assert "ucc auto: passed" in out
 
 
+@needs_ucc
+@pytest.mark.parametrize("choice", ["mpi", "ucc"])
+def test_a_gather_block_larger_than_the_roots_output_leaves_the_group_working(
+    choice: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rank's tensor larger than the root's output for it: the root raises on UCC (MPI
+    truncates, or raises at the root), every other rank completes, the group goes on."""
+    monkeypatch.setenv(transport.ENV, choice)
+    assert "oversized gather block: passed" in run_mpi(SCRIPTS / "check_ucc_gather.py", 3)
+
+
 def test_ucc_without_the_layer_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ucc, "_ucc", None)
     monkeypatch.setattr(ucc, "_why", "the UCC layer was not built (no UCC found at build time)")
