@@ -227,7 +227,7 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 key = self._on.key("allreduce", t.nbytes)
                 if key.library() != "mpi":
                     return False
-                record = key.take("mpi")
+                record = self._on.take(key, "mpi")
                 t0 = _perf_counter()
             compiled = self._compiled.get((t.dtype, code), False)
             if compiled is False:  # made once per dtype and op

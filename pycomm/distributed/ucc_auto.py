@@ -2,10 +2,11 @@
 
 For every (collective, size class) key a group meets, a measuring round of ``ROUND`` calls
 alternates between MPI (``ops``) and UCC (``ucc_ops``); the first call on each library is a
-warm-up (UCC's makes the team), the next ``SAMPLES`` are timed. Each library is timed on the
-path it takes once chosen: a call on the general path from posting to the end of ``finish``;
-a blocking all_reduce on MPI by the backend, around its inline compiled call
-(``ProcessGroupMpiucc._allreduce_inline``), which is what such a call runs once MPI is kept.
+warm-up (UCC's makes the team), the next ``SAMPLES`` are timed, each after a barrier
+(``take``). Each library is timed on the path it takes once chosen: a call on the general path
+from posting to the end of ``finish``; a blocking all_reduce on MPI by the backend, around its
+inline compiled call (``ProcessGroupMpiucc._allreduce_inline``), which is what such a call
+runs once MPI is kept.
 At the key's next call the ranks agree on the slowest rank's median of each library (one
 allreduce MAX of two float64 on the group's communicator) and keep the faster one (MPI on a
 tie) for the next ``KEEP`` calls; then a round times both again, so that a changed link or load
@@ -122,11 +123,22 @@ class Auto:
             self._settle(state, name)
         return state
 
+    def take(self, state: Key, lib: str) -> Callable[[float], None] | None:
+        """``state.take(lib)``, and before a timed call a barrier on the communicator: the
+        ranks start it together, so that no rank's sample holds its wait for a rank still
+        leaving the call before (on a busy machine that wait, a library's skew charged to the
+        other's next call, made the two libraries' times alike)."""
+        record = state.take(lib)
+        if record is not None:
+            comm = self.engine.comm
+            self.engine.wait([comm.Ibarrier()], "auto's timed call")
+        return record
+
     def _run(self, name: str, nbytes: int | None, *args: Any) -> Started:
         """Collective ``name`` on the key's library, timed while measuring."""
         state = self.key(name, nbytes)
         lib = state.library()
-        record = state.take(lib)
+        record = self.take(state, lib)
         if record is None:
             return self._call(lib, name, args)
         t0 = time.perf_counter()

@@ -13,6 +13,7 @@ loses everywhere: every key settles on MPI on every rank.
 from __future__ import annotations
 
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -32,15 +33,19 @@ MPI_GROUP.set_collectives("mpi")
 assert AUTO.collectives == "auto" and dist.group.WORLD.collectives == "auto"
 CALLS = ROUND + 3  # measured, settled, and a few on the choice
 SLOW: dict[str, str | None] = {"lib": None}  # the library whose times this rank inflates
+LATE: dict[str, str | None] = {"lib": None}  # the library whose timed calls this rank joins late
 _take = Key.take
 took: list[tuple[Key, str]] = []  # each call's key and library, whichever path it took
 
 
 def take(self: Key, lib: str):
     """Key.take, with 0.1 s added to the recorded times of SLOW's library (far above this
-    machine's noise): times injected where they are recorded, whichever path the call took."""
+    machine's noise): times injected where they are recorded, whichever path the call took.
+    A timed call of LATE's library starts 0.3 s late here, before the others wait for it."""
     took.append((self, lib))
     record = _take(self, lib)
+    if record is not None and lib == LATE["lib"]:
+        time.sleep(0.3)
     if record is None or lib != SLOW["lib"]:
         return record
     return lambda seconds: record(seconds + 0.1)
@@ -193,6 +198,16 @@ if expect is None:  # a key settled on MPI, then UCC becomes the faster: overtur
     want = want + ["mpi"] + ["mpi"] * (KEEP - 1) + want + ["ucc"]  # round, keep, round, ucc
     assert libraries == want, libraries
     assert WORLD.allgather(libraries) == [libraries] * SIZE
+
+    # A rank that joins UCC's timed calls late does not make UCC look slow: the others'
+    # samples start with it (a barrier), so the 0.1 s that MPI's times carry decide.
+    SLOW["lib"] = "mpi" if RANK == 0 else None
+    LATE["lib"] = "ucc" if RANK == SIZE - 1 else None
+    key = ("allreduce", ucc_auto.size_class(1024))  # another size class not met above
+    make = lambda i: [sample((256,), torch.float32, RANK + i)]  # noqa: E731
+    both(call, make, "all_reduce, a rank late to UCC's turns", ROUND + 1)
+    assert auto.keys[key].choice == "ucc", auto.keys[key].agreed
+    SLOW["lib"] = LATE["lib"] = None
 
 # pycomm.info() in a job lists its groups and what each sends through UCC
 UCC_GROUP = dist.new_group(backend="mpiucc")
