@@ -36,6 +36,7 @@ from pycomm.distributed.work import DoneWork, MpiWork, timeout_seconds
 _from_address = MPI.buffer.fromaddress
 _IN_PLACE = MPI.IN_PLACE
 _monotonic = time.monotonic
+_perf_counter = time.perf_counter
 
 
 class ProcessGroupMpiucc(dist.ProcessGroup):
@@ -203,13 +204,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
     def _allreduce_inline(self, t: torch.Tensor, opts: Any) -> bool:
         """The fast path of a blocking all_reduce: one plain tensor of a type and op MPI reduces
         directly, the group idle. True when done; small all_reduce calls are latency-bound and
-        every 100 ns shows, hence the bound methods and the single request."""
+        every 100 ns shows, hence the bound methods and the single request. On auto, a call
+        whose turn is MPI's runs here, and is timed here while auto measures."""
         datatype = DIRECT_TYPES.get(t.dtype)
         if datatype is None or not t.is_cpu or not t.is_contiguous():
             return False
-        if self._ops is not ops and not (
-            self._collectives == "auto" and self._on.settled_on_mpi("allreduce", t.nbytes)
-        ):
+        auto = self._collectives == "auto"
+        if self._ops is not ops and not auto:
             return False
         code = op_code(opts.reduceOp)
         mop = DIRECT_OPS.get(code)
@@ -221,6 +222,13 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
         try:
             if self._engine.broken is not None:
                 self._engine.check_usable()
+            record = None
+            if auto:  # asked while holding the engine: the key's turns go in call order
+                key = self._on.key("allreduce", t.nbytes)
+                if key.library() != "mpi":
+                    return False
+                record = self._on.take(key, "mpi")
+                t0 = _perf_counter()
             compiled = self._compiled.get((t.dtype, code), False)
             if compiled is False:  # made once per dtype and op
                 compiled = self._compiled[t.dtype, code] = hot.in_place(
@@ -228,12 +236,14 @@ class ProcessGroupMpiucc(dist.ProcessGroup):
                 )
             if compiled is not None:
                 compiled.run(t.data_ptr(), t.nbytes, opts)
-                return True
-            req = self._iallreduce(
-                _IN_PLACE, [_from_address(t.data_ptr(), t.nbytes), datatype], mop
-            )
-            if not req.Test():
-                self._engine.wait([req], "allreduce", _monotonic() + self._timeout_of(opts))
+            else:
+                req = self._iallreduce(
+                    _IN_PLACE, [_from_address(t.data_ptr(), t.nbytes), datatype], mop
+                )
+                if not req.Test():
+                    self._engine.wait([req], "allreduce", _monotonic() + self._timeout_of(opts))
+            if record is not None:
+                record(_perf_counter() - t0)
         finally:
             self._exec_release()
         return True

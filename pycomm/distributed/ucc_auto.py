@@ -1,15 +1,23 @@
 """``MPIUCC_COLLECTIVES=auto``: each collective and size class on the library measured faster.
 
-For every (collective, size class) key a group meets, its first calls alternate between MPI
-(``ops``) and UCC (``ucc_ops``) and time themselves from posting to the end of ``finish``;
-the first call on each library is a warm-up (UCC's makes the team), the next ``SAMPLES`` are
-kept. At the key's next call the ranks agree on the slowest rank's median of each library
-(one allreduce MAX of two float64 on the group's communicator) and the key settles on the
-faster one: a decision made from agreed values only, so every rank takes the same library on
-every call. The keys are shared by every rank too: a collective's name and the size class of
-bytes that every rank passes alike (powers of 4); gather, scatter and the all-to-alls, whose
-sizes may differ between ranks, have one key each for any size. A measured call that raises
-keeps no sample; a library without samples counts as infinitely slow.
+For every (collective, size class) key a group meets, a measuring round of ``ROUND`` calls
+alternates between MPI (``ops``) and UCC (``ucc_ops``); the first call on each library is a
+warm-up (UCC's makes the team), the next ``SAMPLES`` are timed, each after a barrier
+(``take``). Each library is timed on the path it takes once chosen: a call on the general path
+from posting to the end of ``finish``; a blocking all_reduce on MPI by the backend, around its
+inline compiled call (``ProcessGroupMpiucc._allreduce_inline``), which is what such a call
+runs once MPI is kept.
+At the key's next call the ranks agree on the slowest rank's median of each library (one
+allreduce MAX of two float64 on the group's communicator) and keep the faster one (MPI on a
+tie) for the next ``KEEP`` calls; then a round times both again, so that a changed link or load
+can overturn the choice. A round that keeps the same library doubles the keep, up to
+``MAX_KEEP``: the calls spent on the other library stay a few % of a key's calls at first and
+fall below 0.1%. Every step follows from the key's call count and agreed values only, so every
+rank takes the same library on every call. The keys are shared by every rank too: a
+collective's name and the size class of bytes that every rank passes alike (powers of 4);
+gather, scatter and the all-to-alls, whose sizes may differ between ranks, have one key each
+for any size. A measured call that raises keeps no sample; a library without samples counts as
+infinitely slow.
 
 Every call's results are the library's own (bitwise MPI's where the test inputs sum exactly),
 measured or not. ``Auto`` stands in for an ops module: the backend calls
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,6 +41,9 @@ from pycomm.distributed.work import Started
 
 WARMUP = 1  # calls per library before the kept samples (UCC's first makes the team)
 SAMPLES = 3  # calls per library kept for the choice
+ROUND = 2 * (WARMUP + SAMPLES)  # the calls of a measuring round, MPI and UCC in turn
+KEEP = 64  # calls a choice is kept after a round that changed it, before the next round
+MAX_KEEP = 4096  # the longest keep (a round that confirms the choice doubles it)
 ANY_SIZE = -1  # the size class of collectives whose sizes differ between ranks
 
 
@@ -58,16 +70,35 @@ def _nbytes(tensors: list[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-class _Key:
-    """One (collective, size class): calls so far, samples per library, the settled choice."""
+class Key:
+    """One (collective, size class): its calls, the last round's samples, the choice and how
+    long it is kept."""
 
-    __slots__ = ("calls", "samples", "choice", "agreed")
+    __slots__ = ("calls", "round_at", "samples", "choice", "keep", "agreed")
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.calls = 0  # calls of the key so far
+        self.round_at = 0  # the call that begins the current (or next) measuring round
         self.samples: dict[str, list[float]] = {"mpi": [], "ucc": []}
         self.choice: str | None = None
+        self.keep = 0  # calls the choice is kept before the next round
         self.agreed: tuple[float, float] | None = None  # slowest rank's medians (s): mpi, ucc
+
+    def library(self) -> str:
+        """The library of the key's next call: MPI and UCC in turn while measuring."""
+        i = self.calls - self.round_at
+        if i < 0 and self.choice is not None:
+            return self.choice
+        return ("mpi", "ucc")[i % 2]
+
+    def take(self, lib: str) -> Callable[[float], None] | None:
+        """Count a call on ``lib`` (the key's ``library()``); what keeps its seconds once it
+        has succeeded, or None where it is not timed."""
+        i = self.calls - self.round_at
+        self.calls += 1
+        if i == 0:  # a round begins
+            self.samples = {"mpi": [], "ucc": []}
+        return self.samples[lib].append if i >= 2 * WARMUP else None
 
 
 class Auto:
@@ -78,29 +109,45 @@ class Auto:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.ucc = ucc_ops.UccComm(engine)
-        self.keys: dict[tuple[str, int], _Key] = {}
+        self.keys: dict[tuple[str, int], Key] = {}
+
+    def key(self, name: str, nbytes: int | None) -> Key:
+        """The key of a call of ``name`` with ``nbytes`` (None: any size), its round decided
+        first where one has just ended: an agreement on the group's communicator, so ask it
+        where the group's collectives run (the engine's job, or a call holding the engine)."""
+        k = (name, ANY_SIZE if nbytes is None else size_class(nbytes))
+        state = self.keys.get(k)
+        if state is None:
+            state = self.keys[k] = Key()
+        if state.calls - state.round_at == ROUND:
+            self._settle(state, name)
+        return state
+
+    def take(self, state: Key, lib: str) -> Callable[[float], None] | None:
+        """``state.take(lib)``, and before a timed call a barrier on the communicator: the
+        ranks start it together, so that no rank's sample holds its wait for a rank still
+        leaving the call before (on a busy machine that wait, a library's skew charged to the
+        other's next call, made the two libraries' times alike)."""
+        record = state.take(lib)
+        if record is not None:
+            comm = self.engine.comm
+            self.engine.wait([comm.Ibarrier()], "auto's timed call")
+        return record
 
     def _run(self, name: str, nbytes: int | None, *args: Any) -> Started:
-        """Collective ``name`` on the key's library: measured while unsettled."""
-        key = (name, ANY_SIZE if nbytes is None else size_class(nbytes))
-        state = self.keys.get(key)
-        if state is None:
-            state = self.keys[key] = _Key()
-        if state.choice is None and state.calls == 2 * (WARMUP + SAMPLES):
-            self._settle(state, name)
-        if state.choice is not None:
-            return self._call(state.choice, name, args)
-        lib = ("mpi", "ucc")[state.calls % 2]  # alternate: drift in load hits both alike
-        kept = state.calls >= 2 * WARMUP
-        state.calls += 1
+        """Collective ``name`` on the key's library, timed while measuring."""
+        state = self.key(name, nbytes)
+        lib = state.library()
+        record = self.take(state, lib)
+        if record is None:
+            return self._call(lib, name, args)
         t0 = time.perf_counter()
         reqs, finish, keep = self._call(lib, name, args)
 
         def timed_finish() -> None:
             if finish is not None:
                 finish()
-            if kept:
-                state.samples[lib].append(time.perf_counter() - t0)
+            record(time.perf_counter() - t0)
 
         return reqs, timed_finish, keep
 
@@ -109,22 +156,19 @@ class Auto:
             return getattr(ops, name)(self.engine.comm, *args)
         return getattr(ucc_ops, name)(self.ucc, *args)
 
-    def _settle(self, state: _Key, name: str) -> None:
-        """Agree on the slowest rank's median per library; keep the faster (MPI on a tie)."""
+    def _settle(self, state: Key, name: str) -> None:
+        """Agree on the slowest rank's median per library; keep the faster (MPI on a tie):
+        ``KEEP`` calls where the choice changes, twice the last keep where it stays."""
         mine = [statistics.median(s) if s else np.inf for s in state.samples.values()]
         v = np.array(mine, dtype=np.float64)
         comm = self.engine.comm
         self.engine.wait(
             [comm.Iallreduce(MPI.IN_PLACE, v, op=MPI.MAX)], f"auto's choice for {name}"
         )
-        state.agreed = (float(v[0]), float(v[1]))
-        state.choice = "ucc" if v[1] < v[0] else "mpi"
-
-    def settled_on_mpi(self, name: str, nbytes: int) -> bool:
-        """Whether the key of ``name`` with ``nbytes`` has settled on MPI (the backend's
-        inline all_reduce path asks)."""
-        state = self.keys.get((name, size_class(nbytes)))
-        return state is not None and state.choice == "mpi"
+        choice = "ucc" if v[1] < v[0] else "mpi"
+        state.keep = min(2 * state.keep, MAX_KEEP) if choice == state.choice else KEEP
+        state.choice, state.agreed = choice, (float(v[0]), float(v[1]))
+        state.round_at = state.calls + state.keep
 
     def decisions(self) -> dict[str, dict[str, Any]]:
         """Each key met so far: ``on`` (mpi, ucc or measuring) and the agreed medians (µs)."""

@@ -299,13 +299,29 @@ def reduce_scatter_tensor(
 def gather(
     uc: UccComm, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], root: int
 ) -> Started:
-    team = uc.team("gather")
-    if uc.rank() != root:
-        src = as_bytes(inputs[0])
+    """A gatherv of bytes, each rank's byte count sent to the root first (a UCC gather of one
+    uint64 per rank): UCC fails a receive smaller than its message, and a root whose post fails
+    there never receives the blocks of the ranks after it, whose sends then wait until the
+    group's timeout and break it. Knowing the counts, the root receives every block whole,
+    then raises where one is larger than its output (MPI's truncation error at the root; the
+    other ranks complete, the outputs are left as they were, the group goes on)."""
+    team, rank = uc.team("gather"), uc.rank()
+    src = as_bytes(inputs[0])
+    mine = _u64([src.numel()])
+    counts = _u64([0] * uc.size())
+    req = _ucc.post(team, "gather", src=mine.ctypes.data, src_count=1, src_dtype="uint64",
+                    dst=counts.ctypes.data, dst_count=counts.size, dst_dtype="uint64",
+                    root=root)  # fmt: skip
+    uc.engine.wait([req], "gather")
+    if rank != root:
         req = _ucc.post(team, "gatherv", src=src.data_ptr(), src_count=src.numel(), root=root)
         return [req], None, src
     outs = outputs[0]
     src, sizes, flat = gather_layout(outs, inputs[0])
+    sent = [int(n) for n in counts]
+    over = [r for r, (n, fits) in enumerate(zip(sent, sizes, strict=True)) if n > fits]
+    if over:  # received whole into scratch, then refused
+        flat, sizes = torch.empty(sum(sent), dtype=torch.uint8), sent
     req = _ucc.post(
         team,
         "gatherv",
@@ -316,7 +332,20 @@ def gather(
         dst_displs=_displs(sizes),
         root=root,
     )
-    return [req], _chunks_into(flat, outs, sizes), (src, flat)
+    finish = _too_large(over, sent, outs) if over else _chunks_into(flat, outs, sizes)
+    return [req], finish, (src, flat)
+
+
+def _too_large(over: list[int], sent: list[int], outs: list[torch.Tensor]) -> Callable[[], None]:
+    def refuse() -> None:
+        r = over[0]
+        holds = outs[r].numel() * outs[r].element_size()
+        raise ValueError(
+            f"gather: rank {r} sent {sent[r]} bytes, more than the root's output {r} holds "
+            f"({holds} bytes); the outputs are left as they were"
+        )
+
+    return refuse
 
 
 def scatter(

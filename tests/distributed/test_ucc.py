@@ -71,6 +71,75 @@ def test_size_classes_are_powers_of_four() -> None:
     assert ucc_auto.class_range(ucc_auto.ANY_SIZE) == "any size"
 
 
+def _auto_on_one_rank(monkeypatch: pytest.MonkeyPatch, cost: dict[str, float]):
+    """An ``Auto`` over COMM_SELF whose calls move nothing and whose measured calls record
+    ``cost[lib]`` seconds (changed by the test as it goes): the choices follow the injected
+    times alone. Returns it and the list of libraries its calls went to."""
+    from mpi4py import MPI
+
+    from pycomm.collectives.engine import Engine
+    from pycomm.distributed import ucc_auto
+
+    went: list[str] = []
+
+    def call(self, lib: str, name: str, args: tuple):
+        went.append(lib)
+        return [], None, None
+
+    real_take = ucc_auto.Key.take
+
+    def take(self, lib: str):
+        record = real_take(self, lib)
+        return None if record is None else lambda seconds: record(cost[lib])
+
+    monkeypatch.setattr(ucc_auto.Auto, "_call", call)
+    monkeypatch.setattr(ucc_auto.Key, "take", take)
+    return ucc_auto.Auto(Engine(MPI.COMM_SELF)), went
+
+
+def test_auto_times_both_again_and_a_faster_library_overturns_the_choice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After settling, a round re-times both libraries: KEEP calls after a change, twice as
+    many after each round that confirms the choice (up to MAX_KEEP); the other library gets a
+    bounded share of the calls, and a library that became faster takes over at the next
+    round."""
+    from pycomm.distributed import ucc_auto
+    from pycomm.distributed.ucc_auto import KEEP, MAX_KEEP, ROUND, SAMPLES, WARMUP
+
+    cost = {"mpi": 1e-5, "ucc": 2e-5}
+    auto, went = _auto_on_one_rank(monkeypatch, cost)
+    key = ("barrier", ucc_auto.size_class(0))
+
+    def calls(n: int) -> list[str]:
+        start = len(went)
+        for _ in range(n):
+            reqs, finish, _ = auto.barrier()
+            if finish is not None:
+                finish()
+        return went[start:]
+
+    first = calls(ROUND + 1)
+    assert first == ["mpi", "ucc"] * (ROUND // 2) + ["mpi"]  # in turn, then the faster
+    state = auto.keys[key]
+    assert state.choice == "mpi" and state.keep == KEEP
+    assert state.agreed == (1e-5, 2e-5) and len(state.samples["ucc"]) == SAMPLES
+    assert calls(KEEP - 1) == ["mpi"] * (KEEP - 1)  # kept: no other library
+    cost["ucc"] = 5e-6  # UCC became faster (the link or the load changed)
+    again = calls(ROUND + 1)
+    assert again[:ROUND] == ["mpi", "ucc"] * (ROUND // 2)  # the round re-times both
+    assert again[ROUND] == "ucc" and state.choice == "ucc"  # overturned at its end
+    assert state.keep == KEEP  # a change starts the keep anew
+    calls(state.keep - 1 + ROUND + 1)  # a round that confirms UCC doubles the keep
+    assert state.choice == "ucc" and state.keep == 2 * KEEP
+    tail = calls(20_000)
+    assert state.keep == MAX_KEEP and state.choice == "ucc"
+    share = tail.count("mpi") / len(tail)  # the other library's calls, as the keeps grow
+    assert share <= (WARMUP + SAMPLES) / (2 * KEEP), share
+    # the kept library's samples come from the same round as the other's: side by side
+    assert len(state.samples["mpi"]) == len(state.samples["ucc"]) == SAMPLES
+
+
 @needs_ucc
 @pytest.mark.parametrize(
     ("ranks", "slow"),
@@ -84,6 +153,17 @@ def test_auto_tries_both_and_every_rank_takes_the_same(
     monkeypatch.setenv(transport.ENV, "auto")
     out = run_mpi(SCRIPTS / "check_ucc_auto.py", ranks, *slow, timeout=240)
     assert "ucc auto: passed" in out
+
+
+@needs_ucc
+@pytest.mark.parametrize("choice", ["mpi", "ucc"])
+def test_a_gather_block_larger_than_the_roots_output_leaves_the_group_working(
+    choice: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rank's tensor larger than the root's output for it: the root raises on UCC (MPI
+    truncates, or raises at the root), every other rank completes, the group goes on."""
+    monkeypatch.setenv(transport.ENV, choice)
+    assert "oversized gather block: passed" in run_mpi(SCRIPTS / "check_ucc_gather.py", 3)
 
 
 def test_ucc_without_the_layer_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

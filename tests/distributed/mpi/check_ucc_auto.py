@@ -1,8 +1,11 @@
 """MPIUCC_COLLECTIVES=auto (run with it set and the UCC layer): every collective and size class
 is timed on MPI and on UCC, then settles on one library, the same on every rank; every call's
-results equal an MPI group's, bit for bit, while measuring and after.
+results equal an MPI group's, bit for bit, while measuring and after. A blocking all_reduce
+is timed on MPI where it runs once settled there: the backend's inline path, not auto's
+general one. Without a ``--slow-*`` flag, a key settled on MPI is then overturned when UCC
+becomes the faster: at the end of the next round, on every rank at the same call.
 
-``--slow-ucc-on R``: auto's UCC calls on rank R take 0.1 s longer, so the slowest rank's UCC
+``--slow-ucc-on R``: auto's UCC calls on rank R record 0.1 s more, so the slowest rank's UCC
 loses everywhere: every key settles on MPI on every rank.
 ``--slow-mpi-on R``: the same for MPI: every key settles on UCC.
 """
@@ -17,8 +20,8 @@ import torch.distributed as dist
 from _dist import assert_equal, init, passed, sample
 from mpi4py import MPI
 
-from pycomm.distributed import ucc_ops
-from pycomm.distributed.ucc_auto import SAMPLES, WARMUP, Auto
+from pycomm.distributed import ucc_auto, ucc_ops
+from pycomm.distributed.ucc_auto import KEEP, ROUND, SAMPLES, Auto, Key
 from pycomm.info import info, ucc_layer
 from pycomm.info_report import format_info
 from pycomm.ucc.team import has_team
@@ -29,33 +32,50 @@ AUTO = dist.new_group(backend="mpiucc")
 MPI_GROUP = dist.new_group(backend="mpiucc")
 MPI_GROUP.set_collectives("mpi")
 assert AUTO.collectives == "auto" and dist.group.WORLD.collectives == "auto"
-CALLS = 2 * (WARMUP + SAMPLES) + 3  # measured, settled, and a few on the choice
+CALLS = ROUND + 3  # measured, settled, and a few on the choice
+SLOW: dict[str, str | None] = {"lib": None}  # the library whose times this rank inflates
+LATE: dict[str, str | None] = {"lib": None}  # the library whose timed calls this rank joins late
+_take = Key.take
+took: list[tuple[Key, str]] = []  # each call's key and library, whichever path it took
 
 
-def slow_down(lib: str, rank: int) -> None:
-    """On ``rank``, make auto's calls on ``lib`` 0.1 s slower (far above this machine's noise)."""
-    if rank != RANK:
-        return
-    real = Auto._call
+def take(self: Key, lib: str):
+    """Key.take, with 0.1 s added to the recorded times of SLOW's library (far above this
+    machine's noise): times injected where they are recorded, whichever path the call took.
+    A timed call of LATE's library starts 0.3 s late here, before the others wait for it."""
+    took.append((self, lib))
+    record = _take(self, lib)
+    if record is not None and lib == LATE["lib"]:
+        time.sleep(0.3)
+    if record is None or lib != SLOW["lib"]:
+        return record
+    return lambda seconds: record(seconds + 0.1)
 
-    def slow(self, which: str, name: str, args: tuple):
-        if which == lib:
-            time.sleep(0.1)
-        return real(self, which, name, args)
 
-    Auto._call = slow
-
-
+Key.take = take
 expect = None
 for flag, lib, choice in (("--slow-ucc-on", "ucc", "mpi"), ("--slow-mpi-on", "mpi", "ucc")):
     if flag in sys.argv:
-        slow_down(lib, int(sys.argv[sys.argv.index(flag) + 1]))
+        if int(sys.argv[sys.argv.index(flag) + 1]) == RANK:
+            SLOW["lib"] = lib
         expect = choice
 
+_call = Auto._call
+general: list[tuple[str, str]] = []  # (library, collective) of each call on auto's general path
 
-def both(call, make, what: str) -> None:
-    """call(tensors, group) CALLS times on the auto group and on the MPI group: same bits."""
-    for i in range(CALLS):
+
+def logged(self, lib: str, name: str, args: tuple):
+    general.append((lib, name))
+    return _call(self, lib, name, args)
+
+
+Auto._call = logged
+
+
+def both(call, make, what: str, calls: int = CALLS) -> None:
+    """call(tensors, group) ``calls`` times on the auto group and on the MPI group: same
+    bits."""
+    for i in range(calls):
         want, got = make(i), make(i)
         call(want, MPI_GROUP)
         call(got, AUTO)
@@ -69,6 +89,11 @@ for n in (2, 1024, 65536):  # float32: 8 B, 4 KiB, 256 KiB
         lambda i: [sample((n,), torch.float32, RANK + i)],  # noqa: B023
         f"all_reduce of {n}",
     )
+# MPI's turns of these blocking all_reduce calls ran inline, where a settled one runs, and
+# were timed there: none went through auto's general path (posted, polled from Python)
+assert ("mpi", "allreduce") not in general, general
+for n in (2, 1024, 65536):
+    assert len(AUTO._on.keys["allreduce", ucc_auto.size_class(4 * n)].samples["mpi"]) == SAMPLES
 both(
     lambda ts, g: dist.all_reduce(ts[0], op=dist.ReduceOp.AVG, group=g),
     lambda i: [sample((3,), torch.bfloat16, RANK + i)],  # the 8 B class, another dtype
@@ -157,6 +182,33 @@ if expect == "mpi":  # a blocking all_reduce settled on MPI takes the backend's 
     dist.all_reduce(t, group=AUTO)
     Auto._run = run
     assert_equal(t, torch.full((2,), float(sum(range(SIZE)))), "inline all_reduce")
+
+if expect is None:  # a key settled on MPI, then UCC becomes the faster: overturned
+    SLOW["lib"] = "ucc" if RANK == SIZE - 1 else None
+    key = ("allreduce", ucc_auto.size_class(256))  # a size class not met above
+    call = lambda ts, g: dist.all_reduce(ts[0], group=g)  # noqa: E731
+    make = lambda i: [sample((64,), torch.float32, RANK + i)]  # noqa: E731
+    both(call, make, "all_reduce before the overturn", ROUND + 1)
+    state = auto.keys[key]
+    assert state.choice == "mpi" and state.keep == KEEP
+    SLOW["lib"] = "mpi" if RANK == SIZE - 1 else None  # now MPI is the slower
+    both(call, make, "all_reduce as it is overturned", KEEP - 1 + ROUND + 1)
+    libraries = [lib for k, lib in took if k is state]
+    assert state.choice == "ucc" and state.keep == KEEP, (state.choice, state.keep)
+    want = ["mpi", "ucc"] * (ROUND // 2)
+    want = want + ["mpi"] + ["mpi"] * (KEEP - 1) + want + ["ucc"]  # round, keep, round, ucc
+    assert libraries == want, libraries
+    assert WORLD.allgather(libraries) == [libraries] * SIZE
+
+    # A rank that joins UCC's timed calls late does not make UCC look slow: the others'
+    # samples start with it (a barrier), so the 0.1 s that MPI's times carry decide.
+    SLOW["lib"] = "mpi" if RANK == 0 else None
+    LATE["lib"] = "ucc" if RANK == SIZE - 1 else None
+    key = ("allreduce", ucc_auto.size_class(1024))  # another size class not met above
+    make = lambda i: [sample((256,), torch.float32, RANK + i)]  # noqa: E731
+    both(call, make, "all_reduce, a rank late to UCC's turns", ROUND + 1)
+    assert auto.keys[key].choice == "ucc", auto.keys[key].agreed
+    SLOW["lib"] = LATE["lib"] = None
 
 # pycomm.info() in a job lists its groups and what each sends through UCC
 UCC_GROUP = dist.new_group(backend="mpiucc")
