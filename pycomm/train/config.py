@@ -20,9 +20,9 @@ import pycomm
 #: Option values a preset fills in (explicit options win).
 # fmt: off
 PRESETS: dict[str, dict[str, object]] = {
-    # make demo (bench/demo.sh): 4 ranks, DP 2 x PP 2, a model wide enough that its gradients
-    # are most of the traffic between nodes; baseline and compressed in lockstep.
-    "demo": dict(dp=2, pp=2, layers=4, width=512, heads=8, seq=64, batch=8, micro_batches=2,
+    # make demo (bench/demo.sh): 2 ranks, one per core as one per node, DP 2, a model wide
+    # enough that its gradients are most of the traffic; baseline and compressed in lockstep.
+    "demo": dict(dp=2, layers=4, width=512, heads=8, seq=64, batch=8, micro_batches=1,
                  steps=40, eval_every=5, baseline=True, compress=True),
     # bench/train_bench.py: tensor x pipeline parallel, TP all_reduce the main traffic.
     "bench": dict(tp=2, pp=2, layers=4, width=256, heads=8, seq=128, batch=16, micro_batches=4,
