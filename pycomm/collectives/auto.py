@@ -338,11 +338,16 @@ def _decide(
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
 
 
-def _refresh(entry: Seen, kept: str) -> int:
+def _refresh(entry: Seen, kept: str) -> int | None:
     """The calls a kept pick runs before its candidates are timed again: as many as make the
     next round's measured excess (each other candidate's time over the kept one's, ``TIMINGS``
     times) ``RECHECK_SHARE`` of their time, within [``REFRESH``, ``MAX_REFRESH``]. Candidates
-    much slower than the pick are re-timed rarely; close ones often."""
+    much slower than the pick are re-timed rarely; close ones often. None where the pick was
+    the only candidate timed (the model found the others hopeless): then only the full
+    decision itself is repeated, at intervals that double while it keeps the same pick
+    (``Seen.decided``)."""
+    if len(entry.times) < 2:
+        return None
     best = entry.times[kept]
     excess = TIMINGS * sum(max(t - best, 0.0) for t in entry.times.values())
     calls = excess / (RECHECK_SHARE * best) if best > 0 else MAX_REFRESH

@@ -462,6 +462,24 @@ def test_a_kept_pick_runs_until_its_recheck_costs_a_bounded_share(times, lo, hi)
     assert entry.current() is None, "kept beyond its refresh"
 
 
+def test_raw_alone_in_the_running_is_kept_ever_longer() -> None:
+    """Where the model found every codec hopeless (a tiny message on a fast link) raw is the
+    only candidate timed, and nothing but the full decision is repeated: its interval doubles
+    while it keeps raw, up to MAX_REFRESH, rather than a decision every REFRESH calls."""
+    from pycomm.collectives import auto
+
+    seen = auto.Seen(7)
+    seen.times = {"raw": 3e-6}
+    intervals = []
+    for _ in range(10):
+        seen.decided("raw", keep=True, refresh=auto._refresh(seen, "raw"))
+        intervals.append(seen.refresh)
+    assert intervals[:4] == [auto.REFRESH * 2**k for k in range(4)], intervals
+    assert intervals[-1] == auto.MAX_REFRESH
+    seen.times["fp16"] = 3e-6  # a second candidate timed alike: re-timed often again
+    assert auto._refresh(seen, "raw") == auto.REFRESH
+
+
 def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
     from pycomm.collectives import auto
 
