@@ -35,7 +35,8 @@ int ebq_segs_open(ebq_segs *S, ebq_writer *w0, size_t n, int count, unsigned max
     size_t es = w0->sink.es, areas = 0, room = (size_t)(w0->sink.top - w0->start);
     for (int t = 0; t < count && max_width && !w0->dense; t++) areas += widest(S, t, max_width);
     int in_place = areas && room >= areas && room - areas >= n * (es + 1) + n / 128 + 1;
-    uint8_t *at = w0->start, *floor = w0->sink.floor;
+    uint8_t *at = w0->start;
+    const uint8_t *floor = w0->sink.floor;
     if (in_place) {
         w0->end = at += widest(S, 0, max_width);
         w0->sink.floor = w0->start + areas; /* segment 0's outliers above every area */
