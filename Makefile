@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 CBUILD ?= build/c
 ASAN_BUILD ?= build/asan
 FUZZ_BUILD ?= build/fuzz
-FUZZ_SECONDS ?= 8
+FUZZ_SECONDS ?= 6
 FUZZ_SCRATCH ?= $(or $(TMPDIR),/tmp)/mpiucc-fuzz
 NINJA := -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja
 CMAKE_FLAGS ?=
@@ -60,7 +60,7 @@ fuzz-short: $(VENV)/.deps
 
 test-py: build
 	$(PY) -c "from pycomm.collectives import hot; s = hot.status(); print(s); assert s.startswith('compiled'), s"
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 # The docs site (docs/, Sphinx + MyST) into build/docs with warnings as errors, and beside it
 # every code example of its pages (docs/run_examples.py: single-process ones here, MPI ones on
