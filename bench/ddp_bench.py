@@ -23,6 +23,8 @@ from mpi4py import MPI
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from pycomm.collectives import auto
+from pycomm.collectives.engine import engine_of
 from pycomm.distributed.hooks import CompressHookState, mpiucc_compress_hook
 
 COMM = MPI.COMM_WORLD
@@ -98,7 +100,19 @@ def run(name, hook, make_state, data, args) -> dict:
     stats = getattr(state, "stats", None)
     ratio = stats.ratio if stats is not None and stats.frame_bytes else None
     mean_loss = COMM.allreduce(statistics.fmean(losses[-5:]), op=MPI.SUM) / SIZE
-    return {"name": name, "step": statistics.median(times), "loss": mean_loss, "ratio": ratio}
+    row = {"name": name, "step": statistics.median(times), "loss": mean_loss, "ratio": ratio}
+    if isinstance(state, CompressHookState) and state.codec.auto:
+        row["auto"] = auto_picks(state)
+    return row
+
+
+def auto_picks(state: CompressHookState) -> str:
+    """What auto keeps for each bucket's key, and the round's agreed times (ms)."""
+    seen = auto.observed(engine_of(state.communicator()))
+    return "; ".join(
+        f"{e.kept or e.last} ({', '.join(f'{n} {1e3 * t:.0f}' for n, t in e.times.items())})"
+        for e in seen.keys.values()
+    )
 
 
 def main() -> None:
@@ -159,6 +173,9 @@ def report(rows: list[dict], args) -> None:
             f"{ratio:>6} {r['loss']:>7.3f}"
         )
     print(f"plain DDP spends {plain / rows[1]['step']:.0%} of its step communicating")
+    for r in rows:
+        if "auto" in r:
+            print(f"{r['name']} kept, per bucket (the round's times, ms): {r['auto']}")
 
 
 if __name__ == "__main__":

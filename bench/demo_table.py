@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from pycomm.train.report import wire_bytes
 from pycomm.train.targets import TARGET_SLACK
 
 HEAD = ("network", "run", "to target (s)", "step (ms)", "comm (ms)", "wire (MB)", "val loss")
@@ -26,7 +27,7 @@ def rows(network: str, folder: Path) -> list[tuple[str, ...]]:
         to_target = "not reached" if secs is None else f"{secs:.1f}"
         if secs is not None and base and run["name"] != "baseline":
             to_target += f" ({base / secs:.2f}x)"
-        wire = sum(o["frame_bytes"] for o in run["ops"].values())
+        wire = wire_bytes(run)
         out.append(
             (
                 network,

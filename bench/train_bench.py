@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from pycomm.train.report import wire_bytes
 from pycomm.train.targets import target_loss, time_to_loss
 
 HERE = Path(__file__).resolve().parent
@@ -91,7 +92,7 @@ def summary_rows(
     rows, cost = [], {}
     for run in (base, comp):
         n = run["timed_steps"]
-        wire = sum(o["frame_bytes"] for o in run["ops"].values()) / n
+        wire = wire_bytes(run) / n
         step_ms = 1e3 * run["timed_s"] / n
         comm_ms = 1e3 * run["comm_s_per_step"]
         wait_ms = 1e3 * run["ops"]["pp"]["wait_s"] / n
@@ -112,7 +113,7 @@ def summary_rows(
                 "-" if ttl is None else f"{ttl:.1f}",
             ]
         )
-    cmp = metrics["comparison"]
+    cmp = metrics["comparisons"]["compressed"]
     net = "-"
     if rate != "full" and cost["baseline"] and cost["baseline"] > 0:
         net = f"{100 * (cost['compressed'] / cost['baseline'] - 1):+.0f}%"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+HERE = Path(__file__).resolve().parent  #: put on the scripts' path (mpi_helpers)
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 
@@ -26,7 +27,8 @@ def launch_mpi(
     ranks with their own ``MPIUCC_NODE``."""
     if not MPIEXEC.exists():
         pytest.skip(f"no mpiexec beside {sys.executable}")
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    path = os.pathsep.join(filter(None, (str(HERE), os.environ.get("PYTHONPATH"))))
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=path)
     run = [sys.executable, str(script), *args]
     cmd = [str(MPIEXEC), *mpiexec_args, "-n", str(ranks), *run]
     if nodes:

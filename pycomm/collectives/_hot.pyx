@@ -77,14 +77,15 @@ cdef class Allreduce:
 
     ``entry`` (codec="auto"): the key's ``auto.Seen``; the call takes the compiled path only
     while that entry is still the engine's (``auto.Observed.keys``) and keeps raw, and carries
-    its ``token`` in the agreement. ``raw_proof`` (a bound relative to the range, or absolute):
-    the agreement carries this rank's finite max and -min too, as the Python path's does, and
-    the sum stays in the dtype only where the agreed largest |x| (top) and range prove it
-    within the bound: ranks * top <= the dtype's largest, and top <= per_range * range +
-    per_const (``auto.raw_proof``: a little stricter than the Python path's own test, never
-    looser). Where the ranks' tokens differ, or that proof fails, ``redecide(x, out, stats,
-    agreed)`` finishes the call on the Python path. ``record(agree_s, data_s)`` is called on
-    sampled calls.
+    its ``token`` in the agreement, and what its recent calls took (``auto.Seen.kept_time``).
+    ``raw_proof`` (a bound relative to the range, or absolute): the agreement carries this
+    rank's finite max and -min too, as the Python path's does, and the sum stays in the dtype
+    only where the agreed largest |x| (top) and range prove it within the bound: ranks * top
+    <= the dtype's largest, and top <= per_range * range + per_const (``auto.raw_proof``: a
+    little stricter than the Python path's own test, never looser). Where the ranks' tokens
+    differ, raw's calls took longer than the entry's ``give_up``, or that proof fails,
+    ``redecide(x, out, stats, agreed)`` finishes the call on the Python path.
+    ``record(agree_s, data_s)`` is called on sampled calls.
     """
 
     cdef MPI_Datatype dtype
@@ -177,6 +178,7 @@ cdef class Allreduce:
             if self.entry is not None:
                 v[3] = self.entry.token()
                 v[4] = -v[3]
+                v[5] = self.entry.kept_time()
             if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[6]):
                 return self.redecide(x, res, stats, None)  # the C library refused: all in Python
             with nogil:
@@ -187,7 +189,8 @@ cdef class Allreduce:
             _finish(self.engine, err, done, &req, "settings check of " + self.label, None)
             if v[2] != 0 or v[0] != -v[1]:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
-            if self.entry is not None and v[3] != -v[4]:  # the ranks remember it differently
+            # the ranks remember the key differently, or raw measured slower than another
+            if self.entry is not None and (v[3] != -v[4] or v[5] > self.entry.give_up):
                 return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
             if self.minmax and not self._raw_holds(v[6], v[7]):
                 return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
@@ -204,6 +207,7 @@ cdef class Allreduce:
                 _divide(ov.buf, self.count, self.ranks, self.is_double)
         if self.entry is not None:
             self.entry.since += 1
+            self.entry.recent.append(_now() - t1)
         self.calls += 1
         if self.record is not None and self.calls % self.sampling == 1 % self.sampling:
             self.record(t1 - t0, _now() - t1)

@@ -82,6 +82,10 @@ HOPELESS = 8.0
 #: How far inside the bound a sum in the dtype must be, on this call's data, for raw to be
 #: kept (later calls' data may be less kind; a proof for any data, ``raw_within_rms``, needs none).
 RAW_MARGIN = 16.0
+#: A kept pick's calls: when the fastest of this rank's last ``STRIKES`` (agreed: the slowest
+#: rank's) took longer than the round's runner-up (``Seen.give_up``), the pick measured slower
+#: than another candidate and the key decides again with that time (``Seen.slower``).
+STRIKES = 3
 #: One small uncompressed call in this many is a sample of the link and of auto's overhead
 #: (``record_raw``).
 RAW_SAMPLING = 8
@@ -116,13 +120,14 @@ class Seen:
 
     __slots__ = (
         "ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw", "times",
-        "trying", "samples", "elapsed", "timings", "tried",
+        "trying", "samples", "elapsed", "timings", "tried", "recent", "give_up",
     )  # fmt: skip
 
     def __init__(self, key: int) -> None:
         self.raw = Choice("raw", NONE, None, key)  # what a settled raw call returns
         self.ratio_fast = self.ratio_dense = 0.0
         self.elapsed = 0.0  # this rank's time of the key's last exchange (``ran``)
+        self.recent: deque[float] = deque(maxlen=STRIKES)  # this rank's last kept calls'
         self.forget()
 
     def current(self) -> str | None:
@@ -141,6 +146,8 @@ class Seen:
         """Back to a new key's state (the ratios, this rank's own figures, stay)."""
         self.kept = self.last = self.trying = None
         self.since, self.refresh, self.samples = 0, REFRESH, 0
+        self.give_up = float("inf")
+        self.recent.clear()
         self.new_round()
 
     def new_round(self) -> None:
@@ -160,6 +167,19 @@ class Seen:
         self.samples += 1
         self.trying = None
 
+    def kept_time(self) -> float:
+        """What this rank's kept calls took: the fastest of its last ``STRIKES`` (0 before
+        there are that many), so that one slow call (a busy machine) is not a strike."""
+        return min(self.recent) if len(self.recent) == STRIKES else 0.0
+
+    def slower(self, seconds: float) -> None:
+        """The kept pick's calls took ``seconds`` (agreed), longer than the runner-up: that
+        is its time now, and the next decision weighs it against the round's others (a
+        trial can mislead: a link that lets a burst through after a pause, data that
+        changed); the round's candidates are not timed again."""
+        self.times[self.kept] = max(seconds, self.times.get(self.kept, seconds))
+        self.kept = None
+
     def trial(self, name: str) -> None:
         """This call tries ``name`` (its time is agreed by the next call)."""
         self.kept, self.trying, self.since = None, name, 0
@@ -174,6 +194,9 @@ class Seen:
         self.refresh = refresh
         self.kept = self.last = name if keep else None
         self.since = 0
+        others = [t for n, t in self.times.items() if n != name]
+        self.give_up = min(others) if keep and others else float("inf")
+        self.recent.clear()
 
 
 class Observed:
@@ -283,14 +306,18 @@ def agreed_choice(
     )):  # fmt: skip
         stats = local_statistics(a, spec, source, residual)
         figures = () if kept else local_figures(eng, key).agreed_vector()
-    elapsed = entry.elapsed if entry.trying else 0.0  # the last call's time, if a trial
+    # the last call's time if it was a trial; a kept pick's recent calls' (``STRIKES``)
+    elapsed = entry.elapsed if entry.trying else entry.kept_time() if kept else 0.0
     if agreed is None:
         maxima = (token, -token, elapsed, *stats, *figures)
         v = eng.agree(label, sig, maxima).tolist()  # Python floats
     else:
         v = agreed[3:]
-    if v[0] != -v[1]:  # the ranks remember this key differently: all decide afresh
-        entry.forget()
+    if v[0] != -v[1] or (kept and v[2] > entry.give_up):
+        if v[0] != -v[1]:  # the ranks remember this key differently: all decide afresh
+            entry.forget()
+        else:  # the kept pick measured slower than the round's runner-up: decide again
+            entry.slower(v[2])
         stats = stats or local_statistics(a, spec, source, residual)
         figures = local_figures(eng, key).agreed_vector()
         v = eng.agree(label, sig, (0.0, 0.0, 0.0, *stats, *figures)).tolist()
@@ -410,6 +437,8 @@ def ran(eng: Engine, choice: Choice, seconds: float) -> None:
     entry = observed(eng).keys.get(choice.key)
     if entry is not None:
         entry.elapsed = seconds
+        if entry.kept is not None and entry.trying is None:
+            entry.recent.append(seconds)
 
 
 def record(

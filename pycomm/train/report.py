@@ -124,7 +124,7 @@ def comparison(baseline: dict, compressed: dict) -> dict:
         if b["comm_s_per_step"]
         else float("nan"),
         "comm_share_baseline": b["comm_s_per_step"] * b["timed_steps"] / b["timed_s"],
-        "wire_mb": (_wire(b) / 1e6, _wire(c) / 1e6),
+        "wire_mb": (wire_bytes(b) / 1e6, wire_bytes(c) / 1e6),
         "final_val": (b["final_val"], c["final_val"]),
         "val_gap": c["final_val"] / b["final_val"] - 1,
     }
@@ -174,7 +174,6 @@ def write_outputs(out: Path, args_dict: dict, runs: list[dict], header: str) -> 
     metrics = {
         "args": args_dict,
         "runs": runs,
-        "comparison": next(iter(cmps.values()), None),  # the first compressed run's
         "comparisons": cmps,
         "target_val": target_loss(runs[0]) if reached else None,
         "seconds_to_target": reached,
@@ -218,7 +217,8 @@ def _change(removed: float) -> str:
     return f"{100 * removed:.0f}% removed" if removed >= 0 else f"{-100 * removed:.0f}% more"
 
 
-def _wire(run: dict) -> float:
+def wire_bytes(run: dict) -> float:
+    """The bytes a run sent, summed over its streams and ranks."""
     return sum(o["frame_bytes"] for o in run["ops"].values())
 
 

@@ -5,10 +5,10 @@ contract, and training stays near plain DDP."""
 from __future__ import annotations
 
 import sys
-import time
 
 import torch.distributed as dist
 from check_ddp_hooks import RANK, SIZE, train
+from mpi_helpers import slowed
 
 from pycomm.collectives import auto, reduction
 from pycomm.collectives.engine import engine_of
@@ -22,18 +22,6 @@ def state_on(link: tuple[float, float] | None, **params) -> CompressHookState:
     return state
 
 
-def slowed(module, name: str, seconds: float = 0.02):
-    """module.name made ``seconds`` slower a call on every rank; returns what restores it."""
-    real = getattr(module, name)
-
-    def slow(*args, **kwargs):
-        time.sleep(seconds)
-        return real(*args, **kwargs)
-
-    setattr(module, name, slow)
-    return lambda: setattr(module, name, real)
-
-
 def kept(state: CompressHookState) -> set:
     """The picks the buckets' keys last kept (None: none kept)."""
     return {e.last for e in auto.observed(engine_of(state.communicator())).keys.values()}
@@ -43,16 +31,14 @@ def main() -> None:
     dist.init_process_group("gloo", init_method=f"file://{sys.argv[1]}", rank=RANK, world_size=SIZE)
     base = train()
     slow = state_on((50e-6, 125e6), error_bound=1e-3, mode="rel")
-    restore = slowed(reduction.plain, "allreduce")
-    losses = train(mpiucc_compress_hook, slow)
-    restore()
+    with slowed(reduction.plain, "allreduce"):
+        losses = train(mpiucc_compress_hook, slow)
     assert losses[-1] <= base[-1] * 1.25 + 0.02, f"auto, raw slow: {losses[-1]} vs {base[-1]}"
     assert slow.stats.frame_bytes < slow.stats.raw_bytes, "auto, raw slow, sent raw"
     assert "raw" not in kept(slow), kept(slow)
     fast = state_on((50e-6, 125e6), error_bound=1e-3, mode="rel")  # the model says compress
-    restore = slowed(reduction, "run_segments")
-    train(mpiucc_compress_hook, fast)
-    restore()
+    with slowed(reduction, "run_segments"):
+        train(mpiucc_compress_hook, fast)
     # raw everywhere (None: raw decided each call, too near the bound in float32 to keep)
     assert kept(fast) <= {"raw", None}, f"auto kept {kept(fast)} where compressing is slower"
     plain = train(mpiucc_allreduce_hook, CompressHookState("ebq"))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 os.environ["MPIUCC_CACHE_DIR"] = sys.argv[1]
 
 import numpy as np  # noqa: E402
 import pycodecs  # noqa: E402
 from _check import COMM, RANK, SIZE, everyone, same_everywhere  # noqa: E402
+from mpi_helpers import slowed  # noqa: E402
 
 import pycomm  # noqa: E402
 from pycomm.collectives import auto, auto_frames, calibration, frames, reduction  # noqa: E402
@@ -214,18 +214,6 @@ def kept_after(calls: int, x: np.ndarray, codec: str) -> str | None:
     return kept.pop() if len(kept) == 1 else None
 
 
-def slowed(module, name: str, seconds: float):
-    """module.name made ``seconds`` slower on every rank (an emulated slow path)."""
-    real = getattr(module, name)
-
-    def slow(*args, **kwargs):
-        time.sleep(seconds)
-        return real(*args, **kwargs)
-
-    setattr(module, name, slow)
-    return lambda: setattr(module, name, real)
-
-
 def check_measurement_decides() -> None:
     """The kept candidate is the one measured fastest, whatever the model predicts: where
     the model predicts a gain from compressing (a slow link pinned) but compressing measures
@@ -234,18 +222,36 @@ def check_measurement_decides() -> None:
     set_scenario("slow")
     x = data("normal", 300_000, 3)
     auto.MAX_REFRESH, most = 64, auto.MAX_REFRESH  # (raw's kept calls are slowed below)
-    restore = slowed(reduction, "run_segments", 0.05)
-    try:
+    with slowed(reduction, "run_segments", 0.05):
         assert kept_after(TRIALS, x, "auto:rel:1e-3") == "raw"
-    finally:
-        restore()
     (entry,) = auto.observed(engine_of(COMM)).keys.values()
-    restore = slowed(reduction.plain, "allreduce", 0.05)
     try:  # timed again once raw's kept calls have paid for the round (``auto._refresh``)
-        assert kept_after(entry.refresh + TRIALS, x, "auto:rel:1e-3") != "raw"
+        with slowed(reduction.plain, "allreduce", 0.05):
+            assert kept_after(entry.refresh + TRIALS, x, "auto:rel:1e-3") != "raw"
     finally:
-        restore()
         auto.MAX_REFRESH = most
+
+
+def check_slower_pick_gives_way() -> None:
+    """A kept pick whose calls come to take longer than the round's runner-up took gives way
+    at the call after ``STRIKES`` slow ones, long before the key's next round of timings, on every rank alike
+    (a trial can mislead: an emulated link lets a burst through after a pause). Here a codec
+    is kept while raw is slow, then its own calls are made slow: the next fastest by the
+    round's times takes over, the slow pick's time now its calls', and no candidate is timed
+    again. (50 ms more a call.)"""
+    set_scenario("slow")
+    x = data("normal", 300_000, 5)
+    with slowed(reduction.plain, "allreduce", 0.05):
+        kept = kept_after(TRIALS, x, "auto:rel:1e-3")
+    assert kept not in ("raw", None), kept
+    (entry,) = auto.observed(engine_of(COMM)).keys.values()
+    assert entry.refresh > auto.STRIKES + 1, entry.refresh
+    samples = entry.samples
+    with slowed(reduction, "run_segments", 0.05):
+        now = kept_after(auto.STRIKES + 1, x, "auto:rel:1e-3")
+    assert now not in (kept, None), now
+    assert entry.samples == samples, "timed the candidates again"
+    assert entry.times[kept] >= 0.05, entry.times
 
 
 def check_settled_rms_needs_no_statistics() -> None:
@@ -258,11 +264,10 @@ def check_settled_rms_needs_no_statistics() -> None:
     eng.agree = lambda *args, **kw: made.append(1) or real(*args, **kw)
     auto.local_statistics = lambda *args: passes.append(1) or real_stats(*args)
     x = data("normal", 40_000, 9)
-    restore = slowed(reduction, "run_segments", 0.05)  # raw measures fastest
-    for _ in range(auto.REFRESH + 1):
-        y = pycomm.allreduce(x, codec="auto:rms:1e-2")
-        same_everywhere(y, "settled rms")
-    restore()
+    with slowed(reduction, "run_segments", 0.05):  # raw measures fastest
+        for _ in range(auto.REFRESH + 1):
+            y = pycomm.allreduce(x, codec="auto:rms:1e-2")
+            same_everywhere(y, "settled rms")
     del eng.agree
     auto.local_statistics = real_stats
     assert one_decision("settled rms") == "raw"
@@ -291,6 +296,7 @@ def main() -> None:
     check_gather_bcast_p2p()
     if SIZE > 1:
         check_measurement_decides()
+        check_slower_pick_gives_way()
         check_settled_rms_needs_no_statistics()
     check_learning()
     COMM.Barrier()

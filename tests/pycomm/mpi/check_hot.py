@@ -10,6 +10,7 @@ import time
 import numpy as np
 from _check import COMM, RANK, SIZE, everyone, same_everywhere
 from mpi4py import MPI
+from mpi_helpers import slowed
 
 import pycomm
 from pycomm.collectives import auto, hot, reduction
@@ -120,24 +121,47 @@ def check_tokens_differ() -> None:
     is made 20 ms slower, so that raw is what the measurements keep.)"""
     x = np.random.default_rng(RANK).standard_normal(10_000).astype(np.float32)
     codec = "auto:rms:1e-2"
-    real = reduction.run_segments
-    reduction.run_segments = lambda *a, **kw: time.sleep(0.02) or real(*a, **kw)
-    for _ in range(3 * auto.REFRESH):
+    with slowed(reduction, "run_segments"):
+        for _ in range(3 * auto.REFRESH):
+            pycomm.allreduce(x, codec=codec)
+        seen = auto.observed(ENG)
+        if RANK == SIZE - 1:
+            for entry in seen.keys.values():
+                entry.forget()
+        want = everyone(x).astype(np.float64).sum(0)
+        rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
+        for _ in range(3 * auto.REFRESH):
+            got = pycomm.allreduce(x, codec=codec)
+            same_everywhere(got, "tokens differ")
+            assert np.abs(got - want).max() <= 1e-2 * rms
+        before = compiled_calls()
         pycomm.allreduce(x, codec=codec)
-    seen = auto.observed(ENG)
-    if RANK == SIZE - 1:
-        for entry in seen.keys.values():
-            entry.forget()
-    want = everyone(x).astype(np.float64).sum(0)
-    rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
-    for _ in range(3 * auto.REFRESH):
-        got = pycomm.allreduce(x, codec=codec)
-        same_everywhere(got, "tokens differ")
-        assert np.abs(got - want).max() <= 1e-2 * rms
-    before = compiled_calls()
-    pycomm.allreduce(x, codec=codec)
-    reduction.run_segments = real
     assert compiled_calls() == before + 1, "settled again"
+
+
+def check_raw_measured_slower() -> None:
+    """auto settled raw on the compiled path, then the round's runner-up recorded as faster
+    than raw's calls take (alike on every rank, as an agreed trial would leave it): the next
+    call hands back to Python with its agreement, every rank keeps the runner-up, the same
+    bits everywhere, within the bound."""
+    ENG.observed = None  # what auto learned (the codecs measured slow above) forgotten
+    x = np.random.default_rng(RANK + 7).standard_normal(12_000).astype(np.float32)
+    codec = "auto:rms:1e-2"
+    ENG.link.pin(50e-6, 125e6)  # a slow link: the model has codecs tried
+    with slowed(reduction, "run_segments"):  # and they measure slower than raw
+        for _ in range(3 * auto.REFRESH):
+            pycomm.allreduce(x, codec=codec)
+    ENG.link.pin(None)
+    (entry,) = auto.observed(ENG).keys.values()
+    runner_up = min((n for n in entry.times if n != "raw"), key=entry.times.__getitem__)
+    entry.times[runner_up] = entry.give_up = 1e-9
+    before = compiled_calls()
+    got = pycomm.allreduce(x, codec=codec)
+    assert compiled_calls() == before, "raw kept on the compiled path"
+    assert COMM.allgather(entry.kept) == [runner_up] * SIZE, entry.kept
+    same_everywhere(got, "raw measured slower")
+    rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
+    assert np.abs(got - everyone(x).astype(np.float64).sum(0)).max() <= 1e-2 * rms
 
 
 def check_range_bound_leaves_the_dtype() -> None:
@@ -147,28 +171,27 @@ def check_range_bound_leaves_the_dtype() -> None:
     bound, the same bits everywhere; the next ordinary call is compiled again. (Compressing is
     made 20 ms slower, so that raw is what the measurements keep.)"""
     rng = np.random.default_rng(RANK)
-    real = reduction.run_segments
-    reduction.run_segments = lambda *a, **kw: time.sleep(0.02) or real(*a, **kw)
-    for codec, bound in (("auto:rel:1e-3", None), ("auto:abs:2e-4", 2e-4)):
-        x = rng.standard_normal(5000).astype(np.float32)
-        # float32 sums of |x| near 1000 may err by N^2 * 6e-8 * 1000 >= 2.4e-4, more than
-        # either bound (1e-3 x a range of 0.18; 2e-4); a wider sum rounds once, by 1.2e-4 at most
-        tight = (1000 + rng.uniform(0, 0.18, 5000)).astype(np.float32)
-        for _ in range(3 * auto.REFRESH):
+    with slowed(reduction, "run_segments"):
+        for codec, bound in (("auto:rel:1e-3", None), ("auto:abs:2e-4", 2e-4)):
+            x = rng.standard_normal(5000).astype(np.float32)
+            # float32 sums of |x| near 1000 may err by N^2 * 6e-8 * 1000 >= 2.4e-4, more than
+            # either bound (1e-3 x a range of 0.18; 2e-4); a wider sum rounds once, by 1.2e-4
+            # at most
+            tight = (1000 + rng.uniform(0, 0.18, 5000)).astype(np.float32)
+            for _ in range(3 * auto.REFRESH):
+                pycomm.allreduce(x, codec=codec)
+            before = compiled_calls()
             pycomm.allreduce(x, codec=codec)
-        before = compiled_calls()
-        pycomm.allreduce(x, codec=codec)
-        assert compiled_calls() == before + 1, f"{codec}: not on the compiled path"
-        got = pycomm.allreduce(tight, codec=codec)
-        assert compiled_calls() == before + 1, f"{codec}: summed in the dtype"
-        same_everywhere(got, codec)
-        inputs = everyone(tight)
-        want = inputs.astype(np.longdouble).sum(0)
-        limit = bound if bound else 1e-3 * float(inputs.max() - inputs.min())
-        assert float(np.abs(got - want).max()) <= limit, (codec, np.abs(got - want).max())
-        pycomm.allreduce(x, codec=codec)
-        assert compiled_calls() == before + 2, f"{codec}: not compiled again"
-    reduction.run_segments = real
+            assert compiled_calls() == before + 1, f"{codec}: not on the compiled path"
+            got = pycomm.allreduce(tight, codec=codec)
+            assert compiled_calls() == before + 1, f"{codec}: summed in the dtype"
+            same_everywhere(got, codec)
+            inputs = everyone(tight)
+            want = inputs.astype(np.longdouble).sum(0)
+            limit = bound if bound else 1e-3 * float(inputs.max() - inputs.min())
+            assert float(np.abs(got - want).max()) <= limit, (codec, np.abs(got - want).max())
+            pycomm.allreduce(x, codec=codec)
+            assert compiled_calls() == before + 2, f"{codec}: not compiled again"
 
 
 def check_status() -> None:
@@ -183,6 +206,7 @@ CHECKS = [
     check_invalid_argument_raises_everywhere,
     check_late_rank_waited_for,
     check_tokens_differ,
+    check_raw_measured_slower,
     check_range_bound_leaves_the_dtype,
 ]
 

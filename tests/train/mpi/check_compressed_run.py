@@ -22,7 +22,7 @@ assert rc == 0, rc
 if MPI.COMM_WORLD.Get_rank() == 0:
     metrics = json.loads((out / "metrics.json").read_text())
     base, comp = metrics["runs"]
-    cmp = metrics["comparison"]
+    cmp = metrics["comparisons"]["compressed"]
     assert base["name"] == "baseline" and comp["name"] == "compressed"
     assert len(base["train_loss"]) == len(comp["train_loss"])
     assert base["final_val"] < base["val"][0][1] or base["final_val"] < 5.0, base["val"]
