@@ -84,7 +84,7 @@ cdef class Allreduce:
     <= the dtype's largest, and top <= per_range * range + per_const (``auto.raw_proof``: a
     little stricter than the Python path's own test, never looser). Where the ranks' tokens
     differ, raw's calls took longer than the entry's ``give_up``, or that proof fails,
-    ``redecide(x, out, stats, agreed)`` finishes the call on the Python path.
+    ``redecide(x, out, stats, agreed, feedback)`` finishes the call on the Python path.
     ``record(agree_s, data_s)`` is called on sampled calls.
     """
 
@@ -123,10 +123,11 @@ cdef class Allreduce:
         if self.minmax:
             self.per_range, self.per_const, self.largest = raw_proof
 
-    def run(self, x, out, stats, bint held=False):
+    def run(self, x, out, stats, bint held=False, feedback=None):
         """Allreduce x (a flat ndarray) into out (one, or None: a new array) and return the
         result; None where this call is not the settled kind (nothing was sent). ``held``:
-        the caller holds the engine (its thread, running a queued call)."""
+        the caller holds the engine (its thread, running a queued call); ``feedback``: the
+        call's error feedback (its worker residual zeros, left so), for ``redecide``."""
         cdef Py_buffer xv, ov
         cdef bint in_place
         cdef object res
@@ -154,11 +155,11 @@ cdef class Allreduce:
                 if eng.broken is not None:
                     return None
                 if held:
-                    return self._locked(x, res, stats, &xv, &ov, in_place)
+                    return self._locked(x, res, stats, feedback, &xv, &ov, in_place)
                 if not eng.try_begin():
                     return None
                 try:
-                    return self._locked(x, res, stats, &xv, &ov, in_place)
+                    return self._locked(x, res, stats, feedback, &xv, &ov, in_place)
                 finally:
                     eng.exec_lock.release()
             finally:
@@ -166,7 +167,8 @@ cdef class Allreduce:
         finally:
             PyBuffer_Release(&xv)
 
-    cdef object _locked(self, x, res, stats, Py_buffer *xv, Py_buffer *ov, bint in_place):
+    cdef object _locked(self, x, res, stats, feedback, Py_buffer *xv, Py_buffer *ov,
+                        bint in_place):
         cdef MPI_Request req
         cdef int err = 0, done = 0
         cdef double t0 = _now(), t1
@@ -180,7 +182,7 @@ cdef class Allreduce:
                 v[4] = -v[3]
                 v[5] = self.entry.kept_time()
             if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[6]):
-                return self.redecide(x, res, stats, None)  # the C library refused: all in Python
+                return self.redecide(x, res, stats, None, feedback)  # the C library refused
             with nogil:
                 err = MPI_Iallreduce(MPI_IN_PLACE, v, AGREEMENT, MPI_DOUBLE, MPI_MAX,
                                      comm.ob_mpi, &req)
@@ -191,9 +193,9 @@ cdef class Allreduce:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
             # the ranks remember the key differently, or raw measured slower than another
             if self.entry is not None and (v[3] != -v[4] or v[5] > self.entry.give_up):
-                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
+                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)], feedback)
             if self.minmax and not self._raw_holds(v[6], v[7]):
-                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)])
+                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)], feedback)
         t1 = _now()
         done = 0
         with nogil:

@@ -68,18 +68,33 @@ def status() -> str:
 
 def run(
     eng: Engine, x: object, codec: object, op: str, out: object, algorithm: str, segment: int,
-    stats: object, held: bool = False,
+    stats: object, held: bool = False, feedback: Any = None,
 ) -> np.ndarray | None:  # fmt: skip
     """The call through its settled plan, or None: take the Python path (nothing was sent).
-    ``held``: the caller runs on the engine already (a queued call on its thread)."""
+    ``held``: the caller runs on the engine already (a queued call on its thread).
+    ``feedback``: the call's ``ErrorFeedback``, taken only while its worker residual is
+    known to hold zeros and is x's like (an uncompressed sum leaves it so)."""
     try:
         a = x if type(x) is np.ndarray and x.ndim == 1 else as_array(x)
         if out is not None and not (type(out) is np.ndarray and out.ndim == 1):
             out = as_array(out, writable=True)
-        plan = eng.settled.get((codec, op, algorithm, segment, a.dtype, a.size))
+        if feedback is not None and not _zero_like(feedback, a):
+            return None
+        kind = (codec, op, algorithm, segment, a.dtype, a.size, feedback is not None)
+        plan = eng.settled.get(kind)
     except (TypeError, ValueError, AttributeError):
         return None
-    return None if plan is None else plan.run(a, out, stats, held)
+    return None if plan is None else plan.run(a, out, stats, held, feedback)
+
+
+def _zero_like(feedback: Any, a: np.ndarray) -> bool:
+    worker = feedback.worker
+    return (
+        feedback.worker_zero
+        and type(worker) is np.ndarray
+        and worker.size == a.size
+        and worker.dtype == a.dtype
+    )
 
 
 def settle(
@@ -90,9 +105,9 @@ def settle(
     """Keep the compiled plan of the kind of call ``key`` (``run``'s): a's dtype and size, the
     agreement's digest and label, what records a sampled call's times (``record(agreement's
     seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto.Seen``) and what
-    finishes a call whose ranks' tokens differ or whose agreed range fails ``raw_proof``
-    (``cost.raw_proof``: the agreement then carries this rank's max and -min, computed in C)
-    (``redecide(x, out, stats, agreed)``)."""
+    finishes a call whose ranks' tokens differ, whose raw measured slower, or whose agreed
+    range fails ``raw_proof`` (``cost.raw_proof``: the agreement then carries this rank's max
+    and -min, computed in C) (``redecide(x, out, stats, agreed, feedback)``)."""
     if _module is None or a.dtype not in (np.float32, np.float64):
         return
     try:

@@ -85,16 +85,16 @@ def allreduce(
     same as for x holding the values.
     """
     eng = engine_of(comm)
-    if eng.settled and residual is None and source is None and not params:
-        done = hot.run(eng, x, codec, op, out, algorithm, segment, stats)
+    settle = _may_settle(residual) and source is None and not params
+    if eng.settled and settle:
+        done = hot.run(eng, x, codec, op, out, algorithm, segment, stats, feedback=residual)
         if done is not None:
             return done
 
     def job(c: MPI.Comm) -> np.ndarray:
         return _allreduce(
             eng, c, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
-            residual=residual, stats=stats, source=source, **params,
-            settle=residual is None and source is None and not params,
+            residual=residual, stats=stats, source=source, **params, settle=settle,
         )  # fmt: skip
 
     return eng.run(job, "allreduce")
@@ -106,13 +106,15 @@ def iallreduce(
     """Non-blocking allreduce (keywords as ``allreduce``): runs on the communicator's engine
     thread, in call order."""
     eng = engine_of(comm)
-    given = {k: kwargs[k] for k in NONE_KEYWORDS if k in kwargs}
-    plain_kw = {k: v for k, v in kwargs.items() if k not in given}
-    settle = all(v is None for v in given.values()) and plain_kw.keys() <= CALL_KEYWORDS
+    residual = kwargs.get("residual")
+    plain_kw = {k: v for k, v in kwargs.items() if k not in ("residual", "source")}
+    settle = (
+        _may_settle(residual) and kwargs.get("source") is None and plain_kw.keys() <= CALL_KEYWORDS
+    )
 
     def job(c: MPI.Comm) -> np.ndarray:
         if settle and eng.settled:  # the engine's thread holds the engine already
-            done = hot.run(eng, x, codec, *_call_args(**plain_kw), held=True)
+            done = hot.run(eng, x, codec, *_call_args(**plain_kw), held=True, feedback=residual)
             if done is not None:
                 return done
         return _allreduce(eng, c, x, codec, **kwargs, settle=settle)
@@ -120,10 +122,16 @@ def iallreduce(
     return eng.submit(job)
 
 
-#: ``allreduce``'s keywords that leave a call eligible for the compiled path, and those that
-#: do where None.
+#: ``allreduce``'s keywords that leave a call eligible for the compiled path (besides
+#: ``residual``: ``_may_settle``).
 CALL_KEYWORDS = {"op", "out", "algorithm", "segment", "stats"}
-NONE_KEYWORDS = ("residual", "source")
+
+
+def _may_settle(residual: object) -> bool:
+    """Whether a call with this residual may take the compiled path: none, or an
+    ``ErrorFeedback`` (an uncompressed call empties its worker residual, so the calls of a
+    kind that settled on going raw find it holding zeros, and leave it so: ``hot.run``)."""
+    return residual is None or type(residual) is ErrorFeedback
 
 
 def _call_args(
@@ -171,8 +179,8 @@ def _allreduce(
             eng.link.add_transfer("raw", reduced, time.perf_counter() - t1)
         else:  # the link's sample and auto's overhead, from some of a key's many calls
             auto.record_raw(eng, reduced, time.perf_counter() - t1)
-        if settle and call.err is None and reduced == call.a.nbytes:
-            _settle(eng, comm, codec, call.a, call.spec, op, algorithm, segment, choice)
+        if settle and (call.err is None or call.host_worker) and reduced == call.a.nbytes:
+            _settle(eng, comm, codec, call, op, algorithm, segment, choice)
     else:
         framed, compressing = stats.frame_bytes, stats.compress_seconds
         _compressed(eng, comm, call, spec, kw, plan, op, segment, stats)
@@ -292,14 +300,16 @@ def _compressed(
 
 
 def _settle(
-    eng: Engine, comm: MPI.Comm, codec: object, a: np.ndarray, spec: CodecSpec, op: str,
-    algorithm: str, segment: int, choice: auto.Choice | None,
+    eng: Engine, comm: MPI.Comm, codec: object, call: _Call, op: str, algorithm: str,
+    segment: int, choice: auto.Choice | None,
 ) -> None:  # fmt: skip
     """After an uncompressed call summed in the dtype (``plain``): keep its kind for the
     compiled path, codec="none" always, codec="auto" where the key keeps raw summed in the
     dtype (its entry's own ``raw`` choice), with the test of the bound on the agreed range
-    (``cost.raw_proof``) where the bound is not rms. ``spec``: the caller's."""
-    key = (codec, op, algorithm, segment, a.dtype, a.size)
+    (``cost.raw_proof``) where the bound is not rms. A call with an ``ErrorFeedback`` is a
+    kind of its own (auto's key counts the residual too)."""
+    a, spec = call.a, call.spec
+    key = (codec, op, algorithm, segment, a.dtype, a.size, call.host_worker)
     what = ("allreduce", a.dtype.str, a.size, op, algorithm, False, segment)
     if choice is None:
         label = call_label("allreduce", spec.codec, a.dtype, a.size, op)
@@ -310,10 +320,13 @@ def _settle(
     if entry is None or choice is not entry.raw:
         return
 
-    def redecide(x: np.ndarray, out: np.ndarray, stats: CommStats | None, agreed: list):
+    def redecide(
+        x: np.ndarray, out: np.ndarray, stats: CommStats | None, agreed: list,
+        feedback: ErrorFeedback | None,
+    ) -> np.ndarray:  # fmt: skip
         return _allreduce(
             eng, comm, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
-            stats=stats, settle=True, agreed=agreed,
+            residual=feedback, stats=stats, settle=True, agreed=agreed,
         )  # fmt: skip
 
     label = call_label("allreduce", "auto", a.dtype, a.size, op)

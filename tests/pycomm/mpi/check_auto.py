@@ -234,8 +234,9 @@ def check_measurement_decides() -> None:
 
 def check_slower_pick_gives_way() -> None:
     """A kept pick whose calls come to take longer than the round's runner-up took gives way
-    at the call after ``STRIKES`` slow ones, long before the key's next round of timings, on every rank alike
-    (a trial can mislead: an emulated link lets a burst through after a pause). Here a codec
+    at the call after ``STRIKES`` slow ones, long before the key's next round of timings, on
+    every rank alike (a trial can mislead: an emulated link lets a burst through after a
+    pause). Here a codec
     is kept while raw is slow, then its own calls are made slow: the next fastest by the
     round's times takes over, the slow pick's time now its calls', and no candidate is timed
     again. (50 ms more a call.)"""

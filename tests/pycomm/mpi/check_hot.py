@@ -164,6 +164,44 @@ def check_raw_measured_slower() -> None:
     assert np.abs(got - everyone(x).astype(np.float64).sum(0)).max() <= 1e-2 * rms
 
 
+def check_feedback_on_the_compiled_path() -> None:
+    """auto settled raw with an ErrorFeedback (the DDP hook's calls): once an uncompressed
+    call has emptied the residual, blocking and non-blocking calls are compiled and leave it
+    empty; a residual that holds values goes to Python, which sends it along exactly and
+    empties it; a call handed back (one rank forgot the key) gets the residual there."""
+    ENG.observed = None
+    x = np.random.default_rng(RANK + 11).standard_normal(10_000).astype(np.float32)
+    feedback, codec = pycomm.ErrorFeedback(np.zeros_like(x)), "auto:rms:1e-2"
+    with slowed(reduction, "run_segments"):
+        for _ in range(3 * auto.REFRESH):
+            pycomm.allreduce(x, codec=codec, residual=feedback)
+    rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
+
+    def within(got: np.ndarray, sent: np.ndarray, what: str) -> None:
+        same_everywhere(got, what)
+        err = np.abs(got - everyone(sent).astype(np.float64).sum(0)).max()
+        assert err <= 1e-2 * rms, (what, err)
+
+    python = []  # the calls that took the Python path
+    real = reduction._allreduce
+    reduction._allreduce = lambda *args, **kw: python.append(1) or real(*args, **kw)
+    try:
+        within(pycomm.allreduce(x, codec=codec, residual=feedback), x, "blocking")
+        within(pycomm.iallreduce(x, codec=codec, residual=feedback).wait(), x, "non-blocking")
+        assert not python, "not compiled"
+        assert feedback.worker_zero and not feedback.worker.any()
+        feedback.worker[:], feedback.worker_zero = 0.25, False  # what a compressed call left
+        within(pycomm.allreduce(x, codec=codec, residual=feedback), x + 0.25, "residual sent")
+        assert len(python) == 1 and feedback.worker_zero and not feedback.worker.any()
+        if RANK == SIZE - 1:
+            for entry in auto.observed(ENG).keys.values():
+                entry.forget()
+        within(pycomm.allreduce(x, codec=codec, residual=feedback), x, "handed back")
+        assert len(python) == 2, "compiled though the tokens differ"
+    finally:
+        reduction._allreduce = real
+
+
 def check_range_bound_leaves_the_dtype() -> None:
     """auto:rel and auto:abs settled raw on the compiled path (their statistics made in C and
     agreed); then data whose range no longer proves a sum in the dtype within the bound (a
@@ -207,6 +245,7 @@ CHECKS = [
     check_late_rank_waited_for,
     check_tokens_differ,
     check_raw_measured_slower,
+    check_feedback_on_the_compiled_path,
     check_range_bound_leaves_the_dtype,
 ]
 
