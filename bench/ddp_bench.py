@@ -107,10 +107,12 @@ def run(name, hook, make_state, data, args) -> dict:
 
 
 def auto_picks(state: CompressHookState) -> str:
-    """What auto keeps for each bucket's key, and the round's agreed times (ms)."""
+    """What auto keeps for each bucket's key, of the candidates its round tried, and their
+    agreed times (ms)."""
     seen = auto.observed(engine_of(state.communicator()))
     return "; ".join(
-        f"{e.kept or e.last} ({', '.join(f'{n} {1e3 * t:.0f}' for n, t in e.times.items())})"
+        f"{e.kept or e.last} of {', '.join(e.tried)} "
+        f"({', '.join(f'{n} {1e3 * t:.0f}' for n, t in e.times.items())})"
         for e in seen.keys.values()
     )
 
@@ -175,7 +177,7 @@ def report(rows: list[dict], args) -> None:
     print(f"plain DDP spends {plain / rows[1]['step']:.0%} of its step communicating")
     for r in rows:
         if "auto" in r:
-            print(f"{r['name']} kept, per bucket (the round's times, ms): {r['auto']}")
+            print(f"{r['name']} kept, per bucket (the round's tried and times, ms): {r['auto']}")
 
 
 if __name__ == "__main__":

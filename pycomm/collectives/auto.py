@@ -382,11 +382,14 @@ def _refresh(entry: Seen, kept: str) -> int | None:
 
 
 def _measured(entry: Seen, ranking: list[tuple[str, float]]) -> tuple[str, bool]:
-    """(the candidate this call takes, whether it is kept): the next to time of raw and the
-    model's ``TRIED`` fastest others that are not hopeless at the round's first decision
-    (each ``TIMINGS`` times, in turns in the model's order), else the fastest by the agreed
-    times, a compressed one only where it beats raw by ``MARGIN``. Agreed values only."""
-    if not entry.tried:  # a round's candidates are chosen once (its first decision)
+    """(the candidate this call takes, whether it is kept): raw first, then the next to time
+    of raw and the model's ``TRIED`` fastest others that are not hopeless once raw's call has
+    measured the link (each ``TIMINGS`` times, in turns in the model's order), else the
+    fastest by the agreed times, a compressed one only where it beats raw by ``MARGIN``.
+    Agreed values only."""
+    if not entry.tried:  # a round's candidates are chosen once, after raw's first call
+        if "raw" not in entry.timings:  # (the model's link figures are guesses before it)
+            return "raw", False
         fastest = ranking[0][1]
         others = [n for n, t in ranking if n != "raw" and t <= HOPELESS * fastest][:TRIED]
         entry.tried = tuple(n for n, _ in ranking if n == "raw" or n in others)
