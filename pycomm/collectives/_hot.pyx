@@ -171,7 +171,7 @@ cdef class Allreduce:
                         bint in_place):
         cdef MPI_Request req
         cdef int err = 0, done = 0
-        cdef double t0 = _now(), t1
+        cdef double t0 = _now(), t1, agreeing = 0.0
         cdef double *v = self.agreement
         cdef MPI.Comm comm = self.comm
         if self.agree:
@@ -183,12 +183,14 @@ cdef class Allreduce:
                 v[5] = self.entry.kept_time()
             if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[6]):
                 return self.redecide(x, res, stats, None, feedback)  # the C library refused
+            agreeing = _now()
             with nogil:
                 err = MPI_Iallreduce(MPI_IN_PLACE, v, AGREEMENT, MPI_DOUBLE, MPI_MAX,
                                      comm.ob_mpi, &req)
                 if not err:
                     err = _spin(&req, self.spin_s, &done)
             _finish(self.engine, err, done, &req, "settings check of " + self.label, None)
+            agreeing = _now() - agreeing
             if v[2] != 0 or v[0] != -v[1]:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
             # the ranks remember the key differently, or raw measured slower than another
@@ -209,7 +211,7 @@ cdef class Allreduce:
                 _divide(ov.buf, self.count, self.ranks, self.is_double)
         if self.entry is not None:
             self.entry.since += 1
-            self.entry.recent.append(_now() - t1)
+            self.entry.recent.append(_now() - t0 - agreeing)  # as ``auto.ran`` counts
         self.calls += 1
         if self.record is not None and self.calls % self.sampling == 1 % self.sampling:
             self.record(t1 - t0, _now() - t1)

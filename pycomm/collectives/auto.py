@@ -435,8 +435,10 @@ def _kept(
 
 
 def ran(eng: Engine, choice: Choice, seconds: float) -> None:
-    """A call of choice's key exchanged in ``seconds`` (this rank's time, from after the
-    agreement to the result): what the next call's agreement carries if this one was a trial."""
+    """A call of choice's key took ``seconds`` of this rank's own work (all of the call but
+    its agreements, where a rank waits for the others: checks, statistics, decision, codec
+    and exchange, so the Python path's cost counts against the compiled one's): what the
+    next call's agreement carries if this one was a trial, and a kept pick's recent time."""
     entry = observed(eng).keys.get(choice.key)
     if entry is not None:
         entry.elapsed = seconds

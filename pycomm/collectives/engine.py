@@ -88,6 +88,7 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._wire: ThreadPoolExecutor | None = None
         self.link = Link(comm.Get_size())  # latency and bandwidth, measured as it runs
+        self.agreed_s = 0.0  # seconds spent in agreements so far (``agree``), waits included
         self.observed: Any = None  # what codec="auto" learned here (auto.Observed), on first use
         self.settled: dict[tuple, Any] = {}  # the compiled path's plans (``hot``), by kind of call
         # State other layers tie to this communicator (pycomm.ucc's team), and what closes it.
@@ -211,7 +212,9 @@ class Engine:
         v[3 : 3 + len(maxima)] = maxima
         t0 = time.perf_counter()
         self._reduce_max(v, what)
-        self.link.add_latency(time.perf_counter() - t0)
+        took = time.perf_counter() - t0
+        self.agreed_s += took
+        self.link.add_latency(took)
         self.judge(v, what)
         return v[3 : 3 + len(maxima)]
 
