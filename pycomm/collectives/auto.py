@@ -72,7 +72,9 @@ MAX_KEYS = 4096
 REFRESH, MAX_REFRESH = 16, 1024
 #: The share of a key's time that timing its other candidates again may take: the kept pick
 #: runs until the trials' measured excess over it is this share of its calls (``_refresh``).
-RECHECK_SHARE = 0.05
+#: Small, as a pick that becomes slower gives way at once (``STRIKES``): a round only finds
+#: another candidate that became faster.
+RECHECK_SHARE = 0.02
 #: Candidates besides raw a key's measurements try: the model's fastest.
 TRIED = 2
 #: Calls each tried candidate is timed in (``Seen.measured``).
