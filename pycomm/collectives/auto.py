@@ -160,11 +160,11 @@ class Seen:
 
     def measured(self, seconds: float) -> None:
         """The agreed time of the last call, which tried ``trying``. Of this round's times
-        (``timings``) each candidate keeps its least: noise only ever adds to a call, and a
-        candidate's first call pays its buffers. A pick that one lucky call made look fast
-        is timed on its own calls and gives way at once (``slower``)."""
+        (``timings``) raw keeps its least and a compressed candidate its most, so that noise
+        (a busy machine only ever adds to a call) cannot make compressing look faster."""
         name = self.trying
-        self.times[name] = min(seconds, self.times.get(name, seconds))
+        pick = min if name == "raw" else max
+        self.times[name] = pick(seconds, self.times.get(name, seconds))
         self.timings[name] = self.timings.get(name, 0) + 1
         self.samples += 1
         self.trying = None

@@ -543,16 +543,14 @@ def test_one_rank_takes_raw_without_statistics(monkeypatch) -> None:
     assert got.name == "raw" and got.spec.codec == "none"
 
 
-def test_each_candidate_keeps_its_least_time() -> None:
-    """Of a round's times each candidate keeps its least (noise only adds; a first call pays
-    its buffers), and a compressed one must still beat raw's by MARGIN."""
+def test_noise_cannot_make_compressing_look_faster() -> None:
+    """Of a round's times raw keeps its least, a compressed candidate its most: one lucky
+    compressed call beside a slow raw one does not win."""
     from pycomm.collectives import auto
 
     entry = auto.Seen(7)
-    for name, seconds in [("ebq_fast", 2.5), ("raw", 1.2), ("ebq_fast", 0.95), ("raw", 1.0)]:
+    for name, seconds in [("ebq_fast", 0.5), ("raw", 1.2), ("ebq_fast", 1.0), ("raw", 1.0)]:
         entry.trial(name)
         entry.measured(seconds)
-    assert entry.times == {"ebq_fast": 0.95, "raw": 1.0}
+    assert entry.times == {"ebq_fast": 1.0, "raw": 1.0}
     assert auto._measured(entry, [("ebq_fast", 1.0), ("raw", 2.0)]) == ("raw", True)
-    entry.times["ebq_fast"] = 0.85
-    assert auto._measured(entry, [("ebq_fast", 1.0), ("raw", 2.0)]) == ("ebq_fast", True)
