@@ -168,7 +168,8 @@ def check_feedback_on_the_compiled_path() -> None:
     """auto settled raw with an ErrorFeedback (the DDP hook's calls): once an uncompressed
     call has emptied the residual, blocking and non-blocking calls are compiled and leave it
     empty; a residual that holds values goes to Python, which sends it along exactly and
-    empties it; a call handed back (one rank forgot the key) gets the residual there."""
+    empties it; a call handed back (one rank forgot the key) gets the residual there; one
+    rank's residual of the wrong size raises there, and on the others (compiled) too."""
     ENG.observed = None
     x = np.random.default_rng(RANK + 11).standard_normal(10_000).astype(np.float32)
     feedback, codec = pycomm.ErrorFeedback(np.zeros_like(x)), "auto:rms:1e-2"
@@ -198,6 +199,18 @@ def check_feedback_on_the_compiled_path() -> None:
                 entry.forget()
         within(pycomm.allreduce(x, codec=codec, residual=feedback), x, "handed back")
         assert len(python) == 2, "compiled though the tokens differ"
+        for _ in range(3 * auto.REFRESH):  # settled again
+            pycomm.allreduce(x, codec=codec, residual=feedback)
+        wrong = pycomm.ErrorFeedback(np.zeros(5, np.float32))  # not x's size: on the last rank
+        wrong.worker_zero = True
+        try:
+            pycomm.allreduce(x, codec=codec, residual=wrong if RANK == SIZE - 1 else feedback)
+        except pycomm.PeerArgumentError:
+            assert RANK != SIZE - 1
+        except ValueError:
+            assert RANK == SIZE - 1
+        else:
+            raise AssertionError(f"rank {RANK}: returned data from a call one rank got wrong")
     finally:
         reduction._allreduce = real
 
