@@ -28,7 +28,8 @@ from mpi4py import MPI
 import pycomm
 from pycomm.collectives import auto
 from pycomm.collectives.bound import contract as bound_of
-from pycomm.collectives.cost import budget, cast_error
+from pycomm.collectives.bound import local_statistics
+from pycomm.collectives.cost import budget, cast_proven
 from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.link import Link
 from pycomm.collectives.plan import SEGMENT_COUNT
@@ -56,15 +57,14 @@ def proven_casts(x: np.ndarray, contract: str) -> set[str]:
     """The casts whose worst case auto's proof admits for x at the contract (on every rank's
     data): auto may pick only these, so they are what auto is measured against."""
     spec = make_spec(contract)
-    hi, lo = COMM.allreduce(float(x.max()), MPI.MAX), COMM.allreduce(float(x.min()), MPI.MIN)
-    rms = COMM.allreduce(float(np.sqrt(np.mean(x.astype(np.float64) ** 2))), MPI.MAX)
-    bound, top = bound_of(spec, (max(hi, -lo), rms) if spec.mode == "rms" else (hi, -lo))
+    agreed = np.array(local_statistics(x, spec))  # the two maxima auto's agreement carries
+    COMM.Allreduce(MPI.IN_PLACE, agreed, op=MPI.MAX)
+    bound, top = bound_of(spec, tuple(agreed))
     limit = budget(bound, top, SIZE, True, x.dtype)
     eng, out = engine_of(COMM), set()
     for name in ("fp16", "bf16"):
         algorithm = _flat_plan(eng, COMM, make_spec(name), "auto", x, SEGMENT_COUNT).name
-        err = cast_error(name, top, SIZE, x.dtype, algorithm)
-        if err is not None and err <= limit:
+        if cast_proven(name, top, SIZE, x.dtype, algorithm, limit):
             out.add(name)
     return out
 

@@ -193,10 +193,10 @@ cdef class Allreduce:
             agreeing = _now() - agreeing
             if v[2] != 0 or v[0] != -v[1]:
                 self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
-            # the ranks remember the key differently, or raw measured slower than another
-            if self.entry is not None and (v[3] != -v[4] or v[5] > self.entry.give_up):
-                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)], feedback)
-            if self.minmax and not self._raw_holds(v[6], v[7]):
+            # the ranks remember the key differently, raw measured slower than another, or
+            # the agreed range no longer proves the sum in the dtype: Python decides
+            if ((self.entry is not None and (v[3] != -v[4] or v[5] > self.entry.give_up))
+                    or (self.minmax and not self._raw_holds(v[6], v[7]))):
                 return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)], feedback)
         t1 = _now()
         done = 0

@@ -51,7 +51,7 @@ from pycomm.collectives.cost import (
     MARGIN,
     Figures,
     budget,
-    cast_error,
+    cast_proven,
     choose,
     ranked,
     raw_error,
@@ -315,8 +315,9 @@ def agreed_choice(
         v = eng.agree(label, sig, maxima).tolist()  # Python floats
     else:
         v = agreed[3:]
-    if v[0] != -v[1] or (kept and v[2] > entry.give_up):
-        if v[0] != -v[1]:  # the ranks remember this key differently: all decide afresh
+    differ = v[0] != -v[1]
+    if differ or (kept and v[2] > entry.give_up):
+        if differ:  # the ranks remember this key differently: all decide afresh
             entry.forget()
         else:  # the kept pick measured slower than the round's runner-up: decide again
             entry.slower(v[2])
@@ -428,8 +429,7 @@ def _kept(
         if kw is not None:
             return Choice(name, ebq_spec(spec, name), kw, key)
     elif name in CASTS:
-        err = cast_error(name, top, ranks, a.dtype, algorithm_of(CASTS[name]))
-        if err is not None and err <= limit:
+        if cast_proven(name, top, ranks, a.dtype, algorithm_of(CASTS[name]), limit):
             return Choice(name, CASTS[name], CASTS[name].codec_kwargs(), key)
     if name != "raw":  # and the next full decision's pick counts as new
         entry.kept = entry.last = None

@@ -120,8 +120,7 @@ def ranked(
     def allowed(name: str) -> bool:
         if name not in CAST_ROUNDOFF:
             return rank_bound is not None
-        err = cast_error(name, top, ranks, dtype, algorithm_of(name)) if casts else None
-        return err is not None and err <= limit
+        return casts and cast_proven(name, top, ranks, dtype, algorithm_of(name), limit)
 
     timed = [("raw", predict(fig, "raw", count, itemsize, ranks, "raw", wide=wide))]
     for name in CANDIDATES[1:]:
@@ -220,6 +219,15 @@ def cast_error(name: str, top: float, ranks: int, dtype: np.dtype, algorithm: st
     if algorithm == "twophase":
         casts += u * n * top * grow + CAST_FLOOR[name]
     return casts + n * n * unit_roundoff(dtype) * top * grow
+
+
+def cast_proven(
+    name: str, top: float, ranks: int, dtype: np.dtype, algorithm: str, limit: float
+) -> bool:
+    """Whether cast ``name`` run by ``algorithm`` keeps a sum's error within ``limit``
+    (``budget``) for |x| <= top: ``cast_error`` exists and is at most the limit."""
+    err = cast_error(name, top, ranks, dtype, algorithm)
+    return err is not None and err <= limit
 
 
 def cost_name(algorithm: str) -> str:
