@@ -43,6 +43,7 @@ from pycomm.collectives.bound import (
     contract,
     final_kwargs,
     largest,
+    local_range,
     local_statistics,
 )
 from pycomm.collectives.cost import (
@@ -302,10 +303,15 @@ def agreed_choice(
     seen = observed(eng)
     entry = seen.key(key)
     kept, token = entry.current(), entry.token()
-    stats = figures = ()
-    if not (kept == "raw" and spec.mode == "rms" and raw_within_rms(
+    figures = ()
+    # a kept raw that an rms bound keeps for any data has only overflow left to prove: the
+    # range, as the compiled path carries it (``cost.raw_proof``)
+    any_data = kept == "raw" and spec.mode == "rms" and raw_within_rms(
         spec.error_bound, a.size, ranks, op == "mean", a.dtype
-    )):  # fmt: skip
+    )  # fmt: skip
+    if any_data:
+        stats = local_range(a, source, residual)
+    else:
         stats = local_statistics(a, spec, source, residual)
         figures = () if kept else local_figures(eng, key).agreed_vector()
     # the last call's time if it was a trial; a kept pick's recent calls' (``STRIKES``)
@@ -321,13 +327,16 @@ def agreed_choice(
             entry.forget()
         else:  # the kept pick measured slower than the round's runner-up: decide again
             entry.slower(v[2])
-        stats = stats or local_statistics(a, spec, source, residual)
+        if any_data:
+            stats = local_statistics(a, spec, source, residual)
         figures = local_figures(eng, key).agreed_vector()
         v = eng.agree(label, sig, (0.0, 0.0, 0.0, *stats, *figures)).tolist()
     elif kept:
         entry.since += 1
-        if not stats:
-            return entry.raw
+        if any_data:  # summed in the dtype unless its partial sums could overflow it
+            if ranks * max(abs(v[3]), abs(v[4])) <= largest(a.dtype):
+                return entry.raw
+            return Choice("raw", ebq_spec(spec, "ebq_fast"), None, key)
         choice = _kept(kept, spec, v[3:5], ranks, op, a, key, entry, algorithm_of)
         if kept == "raw" and choice.spec is NONE and spec.mode != "rms":
             return entry.raw  # summed in the dtype: the compiled path may take the key

@@ -50,7 +50,7 @@ def rank_bound(
     bound: float, ranks: int, magnitude: float, mean: bool, dtype: np.dtype
 ) -> float | None:
     """Per-rank bound e for a final bound ``bound`` on the sum (or the mean, if ``mean``)."""
-    u, n = unit_roundoff(dtype), float(ranks)
+    u, n, magnitude, bound = unit_roundoff(dtype), float(ranks), float(magnitude), float(bound)
     target = bound * n if mean else bound  # the budget of the undivided sum
     rounding = (n * n + 2 * n) * u  # per-rank, final and ring roundings, per unit of (M + e)
     slack = target - rounding * magnitude - (n * u * (magnitude + bound) if mean else 0.0)
@@ -141,6 +141,18 @@ def local_statistics(
     if spec.mode == "rms":
         top = max(hi, -lo)
         return top, source.finite_rms(top)
+    return hi, -lo
+
+
+def local_range(
+    a: np.ndarray, source: Source | None = None, residual: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(max, -min) of the finite values sent (a + residual, or ``source``'s), whatever the
+    mode: what a proof against overflow needs."""
+    if source is not None:
+        lo, hi = source.finite_min_max()
+    else:
+        lo, hi = finite_min_max(a if residual is None else a + residual)
     return hi, -lo
 
 

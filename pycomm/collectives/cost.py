@@ -20,8 +20,9 @@ MARGIN = 0.9
 #: Unit roundoff of each cast, and half the spacing of its subnormals (the absolute floor).
 CAST_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
 CAST_FLOOR = {"fp16": 2.0**-25, "bf16": 2.0**-134}
-#: Largest partial sum an fp16 cast may meet (65504 is the largest finite half).
-FP16_LIMIT = 65000.0
+#: Largest value each cast may meet, a little inside its largest finite one (65504 for fp16,
+#: (2 - 2^-7) * 2^127 for bf16), so that its rounding stays finite.
+CAST_LARGEST = {"fp16": 65000.0, "bf16": 3.38e38}
 HEADER_BYTES = 64
 LEVELS = ("ebq_fast", "ebq_dense")
 
@@ -70,7 +71,7 @@ def choose_frame(
         if name not in CAST_ROUNDOFF:
             return True
         err = CAST_ROUNDOFF[name] * top + CAST_FLOOR[name]
-        return dtype == np.float32 and err <= bound and not (name == "fp16" and top > FP16_LIMIT)
+        return dtype == np.float32 and err <= bound and top <= CAST_LARGEST[name]
 
     raw_t = predict(fig, "raw", count, itemsize, ranks, "allgather")
     timed = (
@@ -198,8 +199,8 @@ CAST_ALGORITHMS = ("allgather", "twophase")
 
 def cast_error(name: str, top: float, ranks: int, dtype: np.dtype, algorithm: str) -> float | None:
     """Worst |result - exact sum| of a cast allreduce run by ``algorithm`` on N ranks with
-    |x| <= top; None where there is no proof (a partial sum could overflow fp16, or an
-    algorithm this proof does not model).
+    |x| <= top; None where there is no proof (a partial sum could overflow the cast or the
+    dtype the decoded values are summed in, or an algorithm this proof does not model).
 
     Each cast rounds a value v by at most u*|v| + floor, and the float additions in the dtype
     add at most N^2 units of roundoff of top (N-1 additions of partial sums of at most N*top),
@@ -211,7 +212,7 @@ def cast_error(name: str, top: float, ranks: int, dtype: np.dtype, algorithm: st
     """
     u, n = CAST_ROUNDOFF[name], float(ranks)
     grow = (1 + u) ** n
-    if name == "fp16" and not n * top * grow <= FP16_LIMIT:
+    if not n * top * grow <= min(CAST_LARGEST[name], largest(dtype)):
         return None
     if algorithm not in CAST_ALGORITHMS:
         return None
@@ -264,9 +265,11 @@ def raw_proof(
     (max - min) give top <= per_range * range + per_const and ranks * top <= largest. Both
     sides of the test grow linearly with top and, for a relative bound, the range, so the
     largest top per unit of range (or of the absolute bound) is found once, by bisection,
-    and taken ``PROOF_SLACK`` smaller: never looser than the exact test. None for rms."""
+    and taken ``PROOF_SLACK`` smaller: never looser than the exact test. For rms, where the
+    compiled path keeps raw only on a proof for any data (``raw_within_rms``), the overflow
+    test alone: (0, inf, largest)."""
     if mode == "rms":
-        return None
+        return 0.0, math.inf, largest(dtype)
 
     def holds(top: float) -> bool:  # the bound per unit of range (rel), or itself (abs)
         return raw_error(top, ranks, dtype) <= budget(error_bound, top, ranks, mean, dtype)

@@ -43,3 +43,10 @@ def test_torch_bf16_fp16() -> None:
     """bf16 and fp16 tensors through the mpiucc backend's compressed all_reduce."""
     out = run_mpi(SCRIPTS / "check_torch.py", 2, timeout=200)
     assert "torch: 2 ranks, 0 failed; passed" in out
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_overflow(ranks: int) -> None:
+    """Data near the dtype's largest value, first and on kept keys, every mode and op."""
+    out = run_mpi(SCRIPTS / "check_overflow.py", ranks, timeout=200)
+    assert "overflow: passed" in out, out
