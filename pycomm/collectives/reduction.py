@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pycodecs
@@ -306,7 +306,7 @@ def _settle(
     """After an uncompressed call summed in the dtype (``plain``): keep its kind for the
     compiled path, codec="none" always, codec="auto" where the key keeps raw summed in the
     dtype (its entry's own ``raw`` choice), with the test of the bound on the agreed range
-    (``cost.raw_proof``) where the bound is not rms. A call with an ``ErrorFeedback`` is a
+    (``cost.raw_proof``; for rms, the test against overflow). A call with an ``ErrorFeedback`` is a
     kind of its own (auto's key counts the residual too)."""
     a, spec = call.a, call.spec
     key = (codec, op, algorithm, segment, a.dtype, a.size, call.host_worker)
@@ -390,8 +390,31 @@ def _reduce_scatter(
     stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
+    """The Python path of ``reduce_scatter``, in ``_allreduce``'s steps: the arguments, the
+    choice (in the agreement), the exchange, the statistics."""
     t0, agreeing = time.perf_counter(), eng.agreed_s
-    size, rank = comm.Get_size(), comm.Get_rank()
+    call = _scatter_checked(eng, comm, x, codec, op, out, residual, params)
+    stats = CommStats() if stats is None else stats
+    choice, spec, kw = _scatter_resolved(eng, comm, call, op)
+    if kw is None:
+        _scatter_uncompressed(eng, comm, call, spec, op, stats)
+    else:
+        _scatter_compressed(eng, comm, call, spec, kw, op, stats)
+    if choice is not None:  # its own work: all but waiting in its agreements for the others
+        auto.ran(eng, choice, time.perf_counter() - t0 - (eng.agreed_s - agreeing))
+    stats.calls += 1
+    stats.raw_bytes += call.a.nbytes
+    stats.total_seconds += time.perf_counter() - t0
+    return call.res
+
+
+def _scatter_checked(
+    eng: Engine, comm: MPI.Comm, x: object, codec: object, op: str, out: object,
+    residual: object, params: dict,
+) -> _Call:  # fmt: skip
+    """A reduce_scatter's arguments, checked (an invalid one raises here and on every other
+    rank): ``res`` is this rank's block, the residual a plain array (no ``ErrorFeedback``)."""
+    size = comm.Get_size()
     try:
         spec = make_spec(codec, **params)
         a = as_array(x)
@@ -399,45 +422,64 @@ def _reduce_scatter(
         check_op(op)
         if a.size % size:
             raise ValueError(f"reduce_scatter needs a size divisible by {size} ranks, got {a.size}")
-        m = a.size // size
-        res = output_like(a, out, m)
+        res = output_like(a, out, a.size // size)
         err = None if residual is None else output_like(a, residual)
         if err is not None and not spec.caps.error_feedback:
             raise ValueError(f"reduce_scatter with codec {spec.codec!r} takes no residual")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("reduce_scatter", exc)
-    stats = CommStats() if stats is None else stats
     ef = err is not None
-    choice = None
-    if spec.auto:  # casts are left out with a residual: auto then picks raw or ebq
-        choice = auto.agreed_choice(
-            eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, residual=err,
-            algorithm_of=lambda s: "ring" if s.caps.exact_sum else "twophase",
-        )  # fmt: skip
-        spec, kw = choice.spec, choice.kw
-    else:
-        kw = agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef, residual=err)
-    if kw is None:
-        if err is not None:  # the residual goes out now, exactly
-            a = a + err
-            err[...] = 0
-        full = np.empty_like(a)
-        plain.allreduce(eng, comm, a, full, op, wide=spec.caps.exact_sum, stats=stats)
-        res[...] = full[rank * m : (rank + 1) * m]
-        stats.frame_bytes += a.nbytes
-    elif spec.caps.exact_sum:
+    return _Call(
+        spec, a, res, err, feedback=None, source=None, ef=ef, host_worker=False, known_zero=False
+    )
+
+
+def _scatter_resolved(
+    eng: Engine, comm: MPI.Comm, call: _Call, op: str
+) -> tuple[auto.Choice | None, CodecSpec, dict | None]:
+    """The agreement and what it decides, as ``_resolved``: auto's choice (None for a given
+    codec), the codec that runs and its pycodecs keywords (None: uncompressed). The codec
+    fixes the algorithm (``_scatter_algorithm``)."""
+    spec, a, ef, err = call.spec, call.a, call.ef, call.err
+    if not spec.auto:
+        return None, spec, agreed_kwargs(eng, comm, a, spec, op, "reduce_scatter", ef, residual=err)
+    # casts are left out with a residual: auto then picks raw or ebq
+    choice = auto.agreed_choice(
+        eng, comm, a, spec, op, "reduce_scatter", ef, ef=ef, residual=err,
+        algorithm_of=_scatter_algorithm,
+    )  # fmt: skip
+    return choice, choice.spec, choice.kw
+
+
+def _scatter_algorithm(spec: CodecSpec) -> str:
+    """A compressed reduce_scatter's algorithm: the ring's first half for exact sums (ebq),
+    the two-phase exchange's for quantizers."""
+    return "ring" if spec.caps.exact_sum else "twophase"
+
+
+def _scatter_uncompressed(
+    eng: Engine, comm: MPI.Comm, call: _Call, spec: CodecSpec, op: str, stats: CommStats
+) -> None:
+    """All of x goes raw, as an allreduce's (``_uncompressed``); this rank keeps its block."""
+    whole = replace(call, res=np.empty_like(call.a))
+    _uncompressed(eng, comm, whole, spec, op, stats)
+    m, rank = call.res.size, comm.Get_rank()
+    call.res[...] = whole.res[rank * m : (rank + 1) * m]
+
+
+def _scatter_compressed(
+    eng: Engine, comm: MPI.Comm, call: _Call, spec: CodecSpec, kw: dict, op: str,
+    stats: CommStats,
+) -> None:  # fmt: skip
+    """Compress and exchange once (no segments): this rank's block of the sum, decoded."""
+    a, res, err = call.a, call.res, call.err
+    if _scatter_algorithm(spec) == "ring":
         ring = Ring(eng, comm, kw, stats)
         frames = first_frames(ring, a.size, host_framer(a, err, kw), stats)
         pycodecs.decompress(ring.reduce_scatter(frames, a), out=res)
-    else:
+    else:  # this rank's block is decoded, not compressed again
         two = TwoPhase(eng, comm, kw, stats)
         frames = first_frames(two, a.size, host_framer(a, err, kw), stats)
         two.reduce_scatter(frames, a, out=res)
-    if kw is not None and op == "mean":
-        np.divide(res, size, out=res)
-    if choice is not None:  # its own work: all but waiting in its agreements for the others
-        auto.ran(eng, choice, time.perf_counter() - t0 - (eng.agreed_s - agreeing))
-    stats.calls += 1
-    stats.raw_bytes += a.nbytes
-    stats.total_seconds += time.perf_counter() - t0
-    return res
+    if op == "mean":
+        np.divide(res, comm.Get_size(), out=res)

@@ -41,9 +41,8 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
+from pycomm.collectives import held
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.gather import _allgather
-from pycomm.collectives.reduction import _allreduce, _reduce_scatter
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats
 from pycomm.distributed._buffers import RedOpType, op_code
@@ -198,7 +197,7 @@ def get_compression(group: dist.ProcessGroup | None = None) -> Compression | Non
     return getattr(group, "compression", None)
 
 
-# -- the compressed collectives, as jobs for the group's engine --
+# -- the compressed collectives, as jobs for the group's engine (so they run ``held``) --
 
 
 def _host_float(t: torch.Tensor) -> np.ndarray:
@@ -247,7 +246,7 @@ def reduce_scatter_job(
 
     def job(comm: MPI.Comm) -> None:
         stats = policy.stats["reduce_scatter"]
-        _reduce_scatter(eng, comm, a, spec, op=how, out=res, residual=residual, stats=stats)
+        held.reduce_scatter(eng, comm, a, spec, op=how, out=res, residual=residual, stats=stats)
         if direct is None:
             _write(out, res)
 
@@ -264,7 +263,7 @@ def all_gather_job(
         a = a.copy()  # x is this rank's block of out (FSDP2 gathers in place); MPI may not alias
 
     def job(comm: MPI.Comm) -> None:
-        _allgather(eng, comm, a, spec, out=res, stats=policy.stats["all_gather"])
+        held.allgather(eng, comm, a, spec, out=res, stats=policy.stats["all_gather"])
         if direct is None:
             _write(out, res)
 
@@ -280,7 +279,7 @@ def all_reduce_job(
     in_place = a.ctypes.data == t.data_ptr()
 
     def job(comm: MPI.Comm) -> None:
-        _allreduce(eng, comm, a, spec, op=how, out=a, stats=policy.stats["all_reduce"])
+        held.allreduce(eng, comm, a, spec, op=how, out=a, stats=policy.stats["all_reduce"])
         if not in_place:
             _write(t, a)
 
