@@ -10,34 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from pycomm._exports import COLLECTIVES as _COLLECTIVES
 from pycomm.info import info
 
 __version__ = "0.1.0"
-
-_COLLECTIVES = (
-    "CodecSpec",
-    "CommStats",
-    "CommTimeout",
-    "ErrorFeedback",
-    "PeerArgumentError",
-    "Request",
-    "SettingsMismatchError",
-    "abort_on_error",
-    "allgather",
-    "allreduce",
-    "bcast",
-    "get_timeout",
-    "iallgather",
-    "iallreduce",
-    "ibcast",
-    "irecv",
-    "ireduce_scatter",
-    "isend",
-    "recv",
-    "reduce_scatter",
-    "send",
-    "set_timeout",
-)
 
 _HOOKS = ("CompressHookState", "mpiucc_allreduce_hook", "mpiucc_compress_hook")
 

@@ -5,10 +5,15 @@ Registered through the `numcodecs.codecs` entry point, so `numcodecs.get_codec({
 encode() takes float32/float64/float16 arrays (or bfloat16 tensors) and returns a frame;
 untyped buffers (bytes, array.array('b')) need the codec's dtype parameter, which typed inputs
 must then match. decode() returns a flat array of the frame's dtype, or fills out.
+
+Each class is made from its codec's row of ``pycodecs.capabilities.CODEC_OPTIONS``: it takes
+those options with their defaults, then checksum and dtype (and threads where the codec is
+threaded), and its configuration is exactly these.
 """
 
 from __future__ import annotations
 
+from inspect import Parameter, Signature
 from typing import Any
 
 import numpy as np
@@ -17,20 +22,33 @@ from numcodecs.compat import ensure_ndarray_like, ndarray_copy
 
 from pycodecs import api
 from pycodecs._params import ITEMSIZE, params_from
+from pycodecs.capabilities import ALIASES, CAPABILITIES, CODEC_OPTIONS, REQUIRED, TYPES
 
 __all__ = ["BF16", "EBQ", "FP16", "QSGD", "Int4", "Int8", "Raw", "Sign", "TopK"]
 
+# What every class takes after its codec's options.
+_COMMON = {"checksum": False, "dtype": None}
+
 
 class _MpiuccCodec(Codec):
-    """Common encode/decode; subclasses set codec_id, _codec and their parameters."""
+    """Construction from the class's signature, encode and decode; see _codec_class."""
 
     _codec = ""
+    __signature__ = Signature()
+    dtype: str | None  # set by __init__, as each option
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bound = self.__signature__.bind(*args, **kwargs)
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            setattr(self, name, TYPES[name](value) if name in TYPES else value)
+        # Bad parameters fail here, not at the first encode.
+        params_from(self._codec, self.dtype or "float32", self._options())
 
     def _options(self) -> dict[str, Any]:
-        return {"checksum": self.checksum}
-
-    def _validate(self) -> None:  # bad parameters fail here, not at the first encode
-        params_from(self._codec, self.dtype or "float32", self._options())
+        """The keyword options of pycodecs.compress: the configuration less id and dtype."""
+        config = self.get_config()
+        return {ALIASES.get(k, k): v for k, v in config.items() if k not in ("id", "dtype")}
 
     def encode(self, buf: Any) -> bytes:
         if isinstance(buf, np.ndarray) and not buf.flags.c_contiguous:
@@ -54,182 +72,43 @@ class _MpiuccCodec(Codec):
         return ndarray_copy(api.decompress(buf, count=h.count), out)
 
 
-class Raw(_MpiuccCodec):
-    """Lossless copy (the baseline)."""
-
-    codec_id = "mpiucc.raw"
-    _codec = "raw"
-
-    def __init__(self, checksum: bool = False, dtype: str | None = None):
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
+def _parameter(name: str, default: object) -> Parameter:
+    default = Parameter.empty if default is REQUIRED else default
+    return Parameter(name, Parameter.POSITIONAL_OR_KEYWORD, default=default)
 
 
-class EBQ(_MpiuccCodec):
+def _codec_class(name: str, codec: str, doc: str) -> type[_MpiuccCodec]:
+    """The numcodecs class of codec: its options from CODEC_OPTIONS, then the common ones."""
+    options = {**CODEC_OPTIONS[codec], **_COMMON}
+    if CAPABILITIES[codec].threaded:
+        options["threads"] = None  # at most this many; None: the library's default
+    signature = Signature([_parameter(k, v) for k, v in options.items()])
+    namespace = {
+        "__module__": __name__,  # else abc's, where ABCMeta makes it; pickle looks here
+        "__doc__": doc,
+        "__signature__": signature,
+        "codec_id": f"mpiucc.{codec}",
+        "_codec": codec,
+    }
+    return type(name, (_MpiuccCodec,), namespace)
+
+
+Raw = _codec_class("Raw", "raw", "Lossless copy (the baseline).")
+EBQ = _codec_class(
+    "EBQ",
+    "ebq",
     """Error-bounded quantization: ``|x - y| <= error_bound`` (mode "abs") or
     ``error_bound * (max - min)`` (mode "rel") or ``error_bound * sqrt(mean(x^2))`` (mode
-    "rms"), each over the finite values; NaN and Inf are kept exactly."""
-
-    codec_id = "mpiucc.ebq"
-    _codec = "ebq"
-
-    def __init__(
-        self,
-        error_bound: float,
-        mode: str = "abs",
-        level: str = "fast",
-        predictor: str = "none",
-        checksum: bool = False,
-        dtype: str | None = None,
-        threads: int | None = None,
-    ):
-        self.error_bound = float(error_bound)
-        self.mode = mode
-        self.level = level
-        self.predictor = predictor
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self.threads = threads  # at most this many; None: the library's default
-        self._validate()
-
-    def _options(self) -> dict[str, Any]:
-        return {
-            "error_bound": self.error_bound,
-            "mode": self.mode,
-            "level": self.level,
-            "predictor": self.predictor,
-            "checksum": self.checksum,
-            "threads": self.threads,
-        }
-
-
-class FP16(_MpiuccCodec):
-    """IEEE half precision, round to nearest even."""
-
-    codec_id = "mpiucc.fp16"
-    _codec = "fp16"
-
-    def __init__(self, checksum: bool = False, dtype: str | None = None):
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
-
-
-class BF16(_MpiuccCodec):
-    """bfloat16, round to nearest even."""
-
-    codec_id = "mpiucc.bf16"
-    _codec = "bf16"
-
-    def __init__(self, checksum: bool = False, dtype: str | None = None):
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
-
-
-class _Blockwise(_MpiuccCodec):
-    def __init__(
-        self,
-        block_size: int = 0,
-        rounding: str = "nearest",
-        seed: int = 0,
-        checksum: bool = False,
-        dtype: str | None = None,
-    ):
-        self.block_size = block_size
-        self.rounding = rounding
-        self.seed = seed
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
-
-    def _options(self) -> dict[str, Any]:
-        return {
-            "block_size": self.block_size,
-            "rounding": self.rounding,
-            "seed": self.seed,
-            "checksum": self.checksum,
-        }
-
-
-class Int8(_Blockwise):
-    """Blockwise absmax int8 (block_size 0: the codec's default)."""
-
-    codec_id = "mpiucc.int8"
-    _codec = "int8"
-
-
-class Int4(_Blockwise):
-    """Blockwise absmax int4 (block_size 0: the codec's default)."""
-
-    codec_id = "mpiucc.int4"
-    _codec = "int4"
-
-
-class Sign(_MpiuccCodec):
-    """One bit per element with a per-block mean-absolute scale."""
-
-    codec_id = "mpiucc.sign"
-    _codec = "sign"
-
-    def __init__(self, block_size: int = 0, checksum: bool = False, dtype: str | None = None):
-        self.block_size = block_size
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
-
-    def _options(self) -> dict[str, Any]:
-        return {"block_size": self.block_size, "checksum": self.checksum}
-
-
-class QSGD(_MpiuccCodec):
-    """s-level stochastic quantization (levels = s) with a per-block norm."""
-
-    codec_id = "mpiucc.qsgd"
-    _codec = "qsgd"
-
-    def __init__(
-        self,
-        levels: int = 16,
-        block_size: int = 0,
-        rounding: str = "stochastic",
-        seed: int = 0,
-        checksum: bool = False,
-        dtype: str | None = None,
-    ):
-        self.levels = levels
-        self.block_size = block_size
-        self.rounding = rounding
-        self.seed = seed
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
-
-    def _options(self) -> dict[str, Any]:
-        return {
-            "levels": self.levels,
-            "block_size": self.block_size,
-            "rounding": self.rounding,
-            "seed": self.seed,
-            "checksum": self.checksum,
-        }
-
-
-class TopK(_MpiuccCodec):
-    """The k largest-magnitude elements of each block, the rest zero."""
-
-    codec_id = "mpiucc.topk"
-    _codec = "topk"
-
-    def __init__(
-        self, k: int = 16, block_size: int = 0, checksum: bool = False, dtype: str | None = None
-    ):
-        self.k = k
-        self.block_size = block_size
-        self.checksum = bool(checksum)
-        self.dtype = dtype
-        self._validate()
-
-    def _options(self) -> dict[str, Any]:
-        return {"levels": self.k, "block_size": self.block_size, "checksum": self.checksum}
+    "rms"), each over the finite values; NaN and Inf are kept exactly.""",
+)
+FP16 = _codec_class("FP16", "fp16", "IEEE half precision, round to nearest even.")
+BF16 = _codec_class("BF16", "bf16", "bfloat16, round to nearest even.")
+Int8 = _codec_class("Int8", "int8", "Blockwise absmax int8 (block_size 0: the codec's default).")
+Int4 = _codec_class("Int4", "int4", "Blockwise absmax int4 (block_size 0: the codec's default).")
+Sign = _codec_class("Sign", "sign", "One bit per element with a per-block mean-absolute scale.")
+QSGD = _codec_class(
+    "QSGD", "qsgd", "s-level stochastic quantization (levels = s) with a per-block norm."
+)
+TopK = _codec_class(
+    "TopK", "topk", "The k largest-magnitude elements of each block, the rest zero."
+)

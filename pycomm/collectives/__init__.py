@@ -2,12 +2,16 @@
 
 No torch import here: tensors are taken as buffers. The modules, from the top: the
 collectives (``reduction``: allreduce and reduce_scatter; ``gather``: allgather and bcast;
-``p2p``), the algorithms (``ring``, ``twophase``, ``gathered``) and the error ``feedback``
-they keep, the frame transport (``frames``), the error budget (``bound``), the codec spec
-(``spec``), ``buffers``, and under them all the ``engine`` of each communicator with its
-``requests`` and ``waits``.
+``p2p``; ``held``: those for a job that holds the engine already), the algorithms
+(``ring``, ``twophase``, ``gathered``) and the error ``feedback`` they keep, the frame
+transport (``frames``), the error budget (``bound``), the codec spec (``spec``),
+``buffers``, and under them all the ``engine`` of each communicator with its ``requests``
+and ``waits``.
 """
 
+# ruff: noqa: F401  (re-exports: __all__ is pycomm._exports, which pycomm reads too)
+
+from pycomm._exports import COLLECTIVES
 from pycomm.collectives.feedback import ErrorFeedback
 from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
 from pycomm.collectives.p2p import irecv, isend, recv, send
@@ -24,27 +28,4 @@ from pycomm.collectives.waits import (
     set_timeout,
 )
 
-__all__ = [
-    "CodecSpec",
-    "CommStats",
-    "CommTimeout",
-    "ErrorFeedback",
-    "PeerArgumentError",
-    "Request",
-    "SettingsMismatchError",
-    "abort_on_error",
-    "allgather",
-    "allreduce",
-    "bcast",
-    "get_timeout",
-    "iallgather",
-    "iallreduce",
-    "ibcast",
-    "irecv",
-    "ireduce_scatter",
-    "isend",
-    "recv",
-    "reduce_scatter",
-    "send",
-    "set_timeout",
-]
+__all__ = list(COLLECTIVES)

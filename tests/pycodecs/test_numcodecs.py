@@ -12,6 +12,7 @@ from pycodecs_support import requires_codec
 numcodecs = pytest.importorskip("numcodecs")
 from numcodecs.tests.common import check_config, check_encode_decode  # noqa: E402
 from pycodecs import numcodecs_codecs as nc  # noqa: E402
+from pycodecs.capabilities import CAPABILITIES, CODEC_OPTIONS, REQUIRED  # noqa: E402
 
 # (class, codec, constructor arguments, decimal places numcodecs' check compares to)
 CASES = [
@@ -68,6 +69,20 @@ def test_every_class_has_an_entry_point():
     eps = {e.name: e.value for e in entry_points(group="numcodecs.codecs")}
     for cls in (nc.Raw, nc.EBQ, nc.FP16, nc.BF16, nc.Int8, nc.Int4, nc.Sign, nc.QSGD, nc.TopK):
         assert eps.get(cls.codec_id) == f"pycodecs.numcodecs_codecs:{cls.__name__}"
+
+
+def test_every_codec_in_the_table_has_a_class_with_its_options():
+    """The classes are made from pycodecs.capabilities: one per codec, its configuration the
+    codec's options with the table's defaults, then the common ones."""
+    classes = {getattr(nc, name).codec_id: getattr(nc, name) for name in nc.__all__}
+    assert set(classes) == {f"mpiucc.{codec}" for codec in CODEC_OPTIONS}
+    for codec, options in CODEC_OPTIONS.items():
+        given = {k: 0.5 for k, v in options.items() if v is REQUIRED}
+        config = classes[f"mpiucc.{codec}"](**given).get_config()
+        common = {"id": f"mpiucc.{codec}", "checksum": False, "dtype": None}
+        if CAPABILITIES[codec].threaded:
+            common["threads"] = None
+        assert config == {**options, **given, **common}, codec
 
 
 def test_registry_finds_codecs_through_the_entry_point():
