@@ -111,7 +111,7 @@ def auto_picks(state: CompressHookState) -> str:
     agreed times (ms)."""
     seen = auto.observed(engine_of(state.communicator()))
     return "; ".join(
-        f"{e.kept or e.last} of {', '.join(e.tried)} "
+        f"{e.kept or e.last} of {', '.join(e.order)} "
         f"({', '.join(f'{n} {1e3 * t:.0f}' for n, t in e.times.items())})"
         for e in seen.keys.values()
     )

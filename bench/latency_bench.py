@@ -32,7 +32,8 @@ from mpi4py import MPI
 import pycomm
 import pycomm.distributed  # noqa: F401  (registers the mpiucc backend)
 from pycomm.collectives import hot
-from pycomm.collectives.engine import AGREED_MAXIMA, engine_of
+from pycomm.collectives.agreement import LENGTH
+from pycomm.collectives.engine import engine_of
 from pycomm.distributed.staging import SEGMENT_COUNT
 
 COMM = MPI.COMM_WORLD
@@ -44,7 +45,7 @@ COMPILED = ("none", *AUTO)
 
 def variants(x: np.ndarray, out: np.ndarray, ebq: bool) -> dict:
     t = torch.from_numpy(out)
-    check = np.zeros(3 + AGREED_MAXIMA)
+    check = np.zeros(LENGTH)
     bucket, feedback = x.copy(), pycomm.ErrorFeedback(np.zeros_like(x))
     hook = dict(out=bucket, op="mean", residual=feedback, segment=SEGMENT_COUNT)
 

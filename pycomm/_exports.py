@@ -13,6 +13,7 @@ COLLECTIVES = (
     "allgather",
     "allreduce",
     "bcast",
+    "choices",
     "get_timeout",
     "iallgather",
     "iallreduce",

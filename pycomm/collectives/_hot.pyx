@@ -39,9 +39,20 @@ cdef extern from "mpiucc.h" nogil:
     int mpiucc_finite_stats(const void *src, size_t count, mpiucc_dtype dtype, double scale,
                             mpiucc_stats *stats)
 
-#: Length of the agreement (``engine.AGREED_MAXIMA`` + 3), checked by ``hot`` at load.
-DEF AGREEMENT = 20
-AGREEMENT_LENGTH = AGREEMENT
+from pycomm.collectives import agreement as _agreement
+
+#: Room for the agreement record; its layout is ``agreement.RECORD``'s, read at import.
+DEF CAPACITY = 32
+if _agreement.LENGTH > CAPACITY:
+    raise ImportError("the agreement record outgrew the compiled path's room: rebuild it larger")
+cdef int LENGTH = _agreement.LENGTH
+cdef Py_ssize_t SETTINGS = _agreement.offset("settings")
+cdef Py_ssize_t NEG_SETTINGS = _agreement.offset("neg_settings")
+cdef Py_ssize_t INVALID = _agreement.offset("invalid")
+cdef Py_ssize_t TOKEN = _agreement.offset("token")
+cdef Py_ssize_t NEG_TOKEN = _agreement.offset("neg_token")
+cdef Py_ssize_t ELAPSED = _agreement.offset("elapsed")
+cdef Py_ssize_t STATISTICS = _agreement.offset("statistics")
 #: Tests of a request before the spin starts yielding the core (``waits._SPINS``).
 DEF TIGHT_SPINS = 16
 
@@ -93,7 +104,7 @@ cdef class Allreduce:
     cdef bint mean, agree, is_double, minmax
     cdef double per_range, per_const, largest
     cdef double ranks, sig
-    cdef double agreement[AGREEMENT]
+    cdef double agreement[CAPACITY]
     cdef readonly unsigned long calls  # made on this path
     cdef unsigned long sampling
     cdef double spin_s
@@ -176,28 +187,29 @@ cdef class Allreduce:
         cdef MPI.Comm comm = self.comm
         if self.agree:
             memset(v, 0, sizeof(self.agreement))
-            v[0], v[1] = self.sig, -self.sig
+            v[SETTINGS], v[NEG_SETTINGS] = self.sig, -self.sig
             if self.entry is not None:
-                v[3] = self.entry.token()
-                v[4] = -v[3]
-                v[5] = self.entry.kept_time()
-            if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[6]):
+                v[TOKEN] = self.entry.token()
+                v[NEG_TOKEN] = -v[TOKEN]
+                v[ELAPSED] = self.entry.kept_time()
+            if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[STATISTICS]):
                 return self.redecide(x, res, stats, None, feedback)  # the C library refused
             agreeing = _now()
             with nogil:
-                err = MPI_Iallreduce(MPI_IN_PLACE, v, AGREEMENT, MPI_DOUBLE, MPI_MAX,
+                err = MPI_Iallreduce(MPI_IN_PLACE, v, LENGTH, MPI_DOUBLE, MPI_MAX,
                                      comm.ob_mpi, &req)
                 if not err:
                     err = _spin(&req, self.spin_s, &done)
             _finish(self.engine, err, done, &req, "settings check of " + self.label, None)
             agreeing = _now() - agreeing
-            if v[2] != 0 or v[0] != -v[1]:
-                self.engine.judge([v[i] for i in range(AGREEMENT)], self.label)
+            if v[INVALID] != 0 or v[SETTINGS] != -v[NEG_SETTINGS]:
+                self.engine.judge(self._record(), self.label)
             # the ranks remember the key differently, raw measured slower than another, or
             # the agreed range no longer proves the sum in the dtype: Python decides
-            if ((self.entry is not None and (v[3] != -v[4] or v[5] > self.entry.give_up))
-                    or (self.minmax and not self._raw_holds(v[6], v[7]))):
-                return self.redecide(x, res, stats, [v[i] for i in range(AGREEMENT)], feedback)
+            if ((self.entry is not None
+                    and (v[TOKEN] != -v[NEG_TOKEN] or v[ELAPSED] > self.entry.give_up))
+                    or (self.minmax and not self._raw_holds(v[STATISTICS], v[STATISTICS + 1]))):
+                return self.redecide(x, res, stats, self._record(), feedback)
         t1 = _now()
         done = 0
         with nogil:
@@ -219,6 +231,10 @@ cdef class Allreduce:
             _count(stats, self.nbytes, self.ranks, _now() - t0)
         return res
 
+
+    cdef object _record(self):
+        """The agreed record, read by field name in Python (``agreement.of``)."""
+        return _agreement.of([self.agreement[i] for i in range(LENGTH)])
 
     cdef bint _raw_holds(self, double hi, double neg_lo) noexcept:
         """Whether MPI's sum in the dtype keeps the bound, from the agreed max and -min."""

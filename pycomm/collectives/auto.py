@@ -10,15 +10,12 @@ a bound, the candidates are
 those whose bound proof holds for the plan that will run: a cast only where its worst-case
 error, summed over the ranks, is proven within the bound (``cast_error``); ebq always keeps it
 (``bound``); raw sums in float64 where float32's own roundings could exceed it. For each key
-(a kind of call: size, dtype, op, contract) they are *tried on real calls*: each call times its
-exchange, the next call's agreement carries that time (the slowest rank's counts), and once
-raw and the model's ``TRIED`` best others (``cost.ranked``: predicted encode, decode, latency
-and bytes, from ``calibration``, ``link`` and the key's last frames) are measured, the fastest
-is kept; a compressed one must beat raw's time by ``MARGIN``. The model orders the trials and
-skips hopeless ones (``HOPELESS``); it never overrides a measurement. The kept candidate runs
-until timing the others again would cost ``RECHECK_SHARE`` of its calls' time (``_refresh``:
-``REFRESH`` to ``MAX_REFRESH`` calls), then the candidates are measured again: a bounded share
-of the time re-checks them as the link or the data change.
+(a kind of call: size, dtype, op, contract) the chooser (``pycomm.chooser``, knobs ``CODEC``)
+times them on real calls: each call times its own work, the next call's agreement carries
+that time (the slowest rank's counts). A round times raw first, then raw and the model's
+``TRIED`` fastest others (``cost.ranked``: predicted encode, decode, latency and bytes, from
+``calibration``, ``link`` and the key's last frames), skipping hopeless ones (``HOPELESS``);
+the fastest is kept. The model orders the trials; it never overrides a measurement.
 
 Every input to the choice goes through the agreement every collective makes anyway (one MAX
 allreduce, ``Engine.agree``): the times, the bound's statistics and this rank's figures, so the
@@ -37,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
+from pycomm.chooser import KNOBS, Chooser
 from pycomm.collectives import calibration
 from pycomm.collectives.bound import (
     call_label,
@@ -47,9 +45,9 @@ from pycomm.collectives.bound import (
     local_statistics,
 )
 from pycomm.collectives.cost import (
+    CANDIDATES,
     CAST_ROUNDOFF,
     LEVELS,
-    MARGIN,
     Figures,
     budget,
     cast_proven,
@@ -60,7 +58,7 @@ from pycomm.collectives.cost import (
     wire_time,
 )
 from pycomm.collectives.engine import Engine
-from pycomm.collectives.link import MIN_SAMPLE_BYTES, WINDOW, quantile
+from pycomm.collectives.link import MIN_SAMPLE_BYTES, SAMPLING, WINDOW, quantile
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec
 
@@ -68,30 +66,14 @@ from pycomm.collectives.spec import CodecSpec
 PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
 #: Keys of ratio history kept per communicator before the oldest are dropped.
 MAX_KEYS = 4096
-#: Calls of a key that take its kept candidate before the next full decision: ``REFRESH`` at
-#: first, doubled (up to ``MAX_REFRESH``) each time a full decision repeats the last one.
-REFRESH, MAX_REFRESH = 16, 1024
-#: The share of a key's time that timing its other candidates again may take: the kept pick
-#: runs until the trials' measured excess over it is this share of its calls (``_refresh``).
-#: Small, as a pick that becomes slower gives way at once (``STRIKES``): a round only finds
-#: another candidate that became faster.
-RECHECK_SHARE = 0.02
-#: Candidates besides raw a key's measurements try: the model's fastest.
-TRIED = 2
-#: Calls each tried candidate is timed in (``Seen.measured``).
-TIMINGS = 2
-#: A candidate predicted to take this many times the fastest prediction is not tried.
-HOPELESS = 8.0
+#: The chooser's knobs for codecs (``pycomm.chooser.KNOBS``): timings, keeps, strikes, margin.
+CODEC = KNOBS["codec"]
+#: Candidates besides raw a round tries: the model's fastest ones that are not hopeless
+#: (predicted to take ``HOPELESS`` times the fastest prediction).
+TRIED, HOPELESS = 2, 8.0
 #: How far inside the bound a sum in the dtype must be, on this call's data, for raw to be
 #: kept (later calls' data may be less kind; a proof for any data, ``raw_within_rms``, needs none).
 RAW_MARGIN = 16.0
-#: A kept pick's calls: when the fastest of this rank's last ``STRIKES`` (agreed: the slowest
-#: rank's) took longer than the round's runner-up (``Seen.give_up``), the pick measured slower
-#: than another candidate and the key decides again with that time (``Seen.slower``).
-STRIKES = 3
-#: One small uncompressed call in this many is a sample of the link and of auto's overhead
-#: (``record_raw``).
-RAW_SAMPLING = 8
 #: Codecs whose cost is measured as they run (the calibration stands in until then).
 CODEC_COSTS = ("ebq_fast", "ebq_dense", "cast")
 
@@ -110,96 +92,19 @@ class Choice:
     key: int
 
 
-#: Candidate codes in a ``Seen.token`` (0: none).
-CODES = {None: 0, "raw": 1, "fp16": 2, "bf16": 3, "ebq_fast": 4, "ebq_dense": 5}
-
-
-class Seen:
+class Seen(Chooser):
     """What auto keeps of one key (a call's settings digest: what, size, dtype, op,
-    contract): the ratio each ebq level reached (this rank's frames) and, from agreed values
-    only (the same on every rank), the candidate the last full decision kept (None: decide
-    in full), how many calls ago that was, the last kept pick and how many calls a kept pick
-    is kept for (``refresh``)."""
+    contract): the chooser's state, agreed (``pycomm.chooser``), and this rank's own: the
+    ratio each ebq level's frames reached and the time of the key's last call."""
 
-    __slots__ = (
-        "ratio_fast", "ratio_dense", "kept", "since", "last", "refresh", "raw", "times",
-        "trying", "samples", "elapsed", "timings", "tried", "recent", "give_up",
-    )  # fmt: skip
+    __slots__ = ("raw", "ratio_fast", "ratio_dense", "elapsed", "label")
 
-    def __init__(self, key: int) -> None:
+    def __init__(self, key: int, label: str = "") -> None:
+        self.label = label  # the kind of call, for ``choices``
         self.raw = Choice("raw", NONE, None, key)  # what a settled raw call returns
         self.ratio_fast = self.ratio_dense = 0.0
         self.elapsed = 0.0  # this rank's time of the key's last exchange (``ran``)
-        self.recent: deque[float] = deque(maxlen=STRIKES)  # this rank's last kept calls'
-        self.forget()
-
-    def current(self) -> str | None:
-        """The kept candidate this call takes, or None: decide in full."""
-        return self.kept if self.since < self.refresh else None
-
-    def token(self) -> float:
-        """This key's agreed state as one number (exact in a double): ranks whose tokens are
-        equal hold the same state (the count of agreed times stands for the times), so they
-        take the same path and the same decision."""
-        kept, last, trying = CODES[self.current()], CODES[self.last], CODES[self.trying]
-        state = self.since + 2048 * (self.refresh + 2048 * (self.samples % 1024))
-        return 1.0 + kept + 8 * last + 64 * trying + 512 * state
-
-    def forget(self) -> None:
-        """Back to a new key's state (the ratios, this rank's own figures, stay)."""
-        self.kept = self.last = self.trying = None
-        self.since, self.refresh, self.samples = 0, REFRESH, 0
-        self.give_up = float("inf")
-        self.recent.clear()
-        self.new_round()
-
-    def new_round(self) -> None:
-        """Measure afresh: no times, the candidates to try chosen at the next decision."""
-        self.tried: tuple[str, ...] = ()  # this round's candidates, in the model's order
-        self.times: dict[str, float] = {}  # agreed seconds of a call of each candidate
-        self.timings: dict[str, int] = {}  # how many calls each time is made of
-
-    def measured(self, seconds: float) -> None:
-        """The agreed time of the last call, which tried ``trying``. Of this round's times
-        (``timings``) raw keeps its least and a compressed candidate its most, so that noise
-        (a busy machine only ever adds to a call) cannot make compressing look faster."""
-        name = self.trying
-        pick = min if name == "raw" else max
-        self.times[name] = pick(seconds, self.times.get(name, seconds))
-        self.timings[name] = self.timings.get(name, 0) + 1
-        self.samples += 1
-        self.trying = None
-
-    def kept_time(self) -> float:
-        """What this rank's kept calls took: the fastest of its last ``STRIKES`` (0 before
-        there are that many), so that one slow call (a busy machine) is not a strike."""
-        return min(self.recent) if len(self.recent) == STRIKES else 0.0
-
-    def slower(self, seconds: float) -> None:
-        """The kept pick's calls took ``seconds`` (agreed), longer than the runner-up: that
-        is its time now, and the next decision weighs it against the round's others (a
-        trial can mislead: a link that lets a burst through after a pause, data that
-        changed); the round's candidates are not timed again."""
-        self.times[self.kept] = max(seconds, self.times.get(self.kept, seconds))
-        self.kept = None
-
-    def trial(self, name: str) -> None:
-        """This call tries ``name`` (its time is agreed by the next call)."""
-        self.kept, self.trying, self.since = None, name, 0
-
-    def decided(self, name: str, keep: bool, refresh: int | None = None) -> None:
-        """A full decision picked ``name``, kept (``keep``) for ``refresh`` calls; without
-        one (a sender's key, ``auto_frames``), ``REFRESH`` calls, twice as long as the last
-        time where it repeats the last kept pick (up to ``MAX_REFRESH``)."""
-        repeated = keep and name == self.last
-        if refresh is None:
-            refresh = min(2 * self.refresh, MAX_REFRESH) if repeated else REFRESH
-        self.refresh = refresh
-        self.kept = self.last = name if keep else None
-        self.since = 0
-        others = [t for n, t in self.times.items() if n != name]
-        self.give_up = min(others) if keep and others else float("inf")
-        self.recent.clear()
+        super().__init__(CODEC, CANDIDATES)
 
 
 class Observed:
@@ -217,7 +122,7 @@ class Observed:
         self.overheads = {kind: deque(maxlen=WINDOW) for kind in ("raw", "ebq", "cast")}
         self.agreed: Figures | None = None
 
-    def key(self, key: int, table: dict[int, Seen] | None = None) -> Seen:
+    def key(self, key: int, table: dict[int, Seen] | None = None, label: str = "") -> Seen:
         """key's entry in ``table`` (the collectives' by default), made on first use; the
         table is emptied when full. Nothing here need be the same on every rank: a call
         agrees on its entry's ``token`` before it relies on it."""
@@ -226,7 +131,7 @@ class Observed:
         if entry is None:
             if len(table) >= MAX_KEYS:
                 table.clear()
-            entry = table[key] = Seen(key)
+            entry = table[key] = Seen(key, label)
         return entry
 
 
@@ -267,7 +172,7 @@ def agreed_choice(
     algorithm_of: Callable[[CodecSpec], str],
     source: Source | None = None,
     residual: np.ndarray | None = None,
-    agreed: list | None = None,
+    agreed: np.void | None = None,
 ) -> Choice:
     """Agree (one allreduce, as ``bound.agreed_kwargs``) and resolve spec="auto" for a.
 
@@ -277,10 +182,10 @@ def agreed_choice(
     added to a before compression (the bound's statistics are those of a + residual).
 
     The candidate a full decision on this key chose (raw only where a sum in the dtype kept
-    the bound with room to spare, ``RAW_MARGIN``) is kept for the next ``REFRESH`` calls of
-    the key (more while full decisions repeat it: ``Seen.decided``), without this rank's
-    figures and the model. Every call agrees, and the agreement carries the key's state
-    (``Seen.token``): the kept candidate is taken only where every rank's state is the same,
+    the bound with room to spare, ``RAW_MARGIN``) is kept for as long as the chooser says,
+    without this rank's figures and the model. Every call agrees, and the agreement carries
+    the key's state (``Chooser.token``): the kept candidate is taken only where every rank's
+    state is the same,
     else every rank forgets the key and decides in full (a second agreement with the figures),
     so no rank-local memory (a table emptied on one rank, a call that failed on one) can lead
     ranks down different paths. The statistics are still agreed, and a kept candidate that
@@ -301,9 +206,9 @@ def agreed_choice(
         eng.agree(label, sig)
         return Choice("raw", NONE, None, key)
     seen = observed(eng)
-    entry = seen.key(key)
+    entry = seen.key(key, label=label)
     kept, token = entry.current(), entry.token()
-    figures = ()
+    figures: tuple = ()
     # a kept raw that an rms bound keeps for any data has only overflow left to prove: the
     # range, as the compiled path carries it (``cost.raw_proof``)
     any_data = kept == "raw" and spec.mode == "rms" and raw_within_rms(
@@ -314,36 +219,39 @@ def agreed_choice(
     else:
         stats = local_statistics(a, spec, source, residual)
         figures = () if kept else local_figures(eng, key).agreed_vector()
-    # the last call's time if it was a trial; a kept pick's recent calls' (``STRIKES``)
+    # the last call's time if it was a trial; a kept pick's recent calls' (``Knobs.strikes``)
     elapsed = entry.elapsed if entry.trying else entry.kept_time() if kept else 0.0
     if agreed is None:
-        maxima = (token, -token, elapsed, *stats, *figures)
-        v = eng.agree(label, sig, maxima).tolist()  # Python floats
-    else:
-        v = agreed[3:]
-    differ = v[0] != -v[1]
-    if differ or (kept and v[2] > entry.give_up):
+        agreed = eng.agree(
+            label, sig, token=token, neg_token=-token, elapsed=elapsed, statistics=stats,
+            figures=figures,
+        )  # fmt: skip
+    slowest = float(agreed["elapsed"])
+    differ = agreed["token"] != -agreed["neg_token"]
+    if differ or (kept and slowest > entry.give_up):
         if differ:  # the ranks remember this key differently: all decide afresh
             entry.forget()
         else:  # the kept pick measured slower than the round's runner-up: decide again
-            entry.slower(v[2])
+            entry.slower(slowest)
         if any_data:
             stats = local_statistics(a, spec, source, residual)
         figures = local_figures(eng, key).agreed_vector()
-        v = eng.agree(label, sig, (0.0, 0.0, 0.0, *stats, *figures)).tolist()
+        agreed = eng.agree(label, sig, statistics=stats, figures=figures)
     elif kept:
         entry.since += 1
+        hi, neg_lo = agreed["statistics"].tolist()
         if any_data:  # summed in the dtype unless its partial sums could overflow it
-            if ranks * max(abs(v[3]), abs(v[4])) <= largest(a.dtype):
+            if ranks * max(abs(hi), abs(neg_lo)) <= largest(a.dtype):
                 return entry.raw
             return Choice("raw", ebq_spec(spec, "ebq_fast"), None, key)
-        choice = _kept(kept, spec, v[3:5], ranks, op, a, key, entry, algorithm_of)
+        choice = _kept(kept, spec, (hi, neg_lo), ranks, op, a, key, entry, algorithm_of)
         if kept == "raw" and choice.spec is NONE and spec.mode != "rms":
             return entry.raw  # summed in the dtype: the compiled path may take the key
         return choice
     elif entry.trying:
-        entry.measured(v[2])
-    return _decide(eng, comm, a, spec, op, key, v[3:5], v[5:], ef, algorithm_of, entry)
+        entry.measured(entry.trying, slowest)
+    statistics, figures = agreed["statistics"].tolist(), agreed["figures"].tolist()
+    return _decide(eng, comm, a, spec, op, key, statistics, figures, ef, algorithm_of, entry)
 
 
 def _decide(
@@ -364,11 +272,13 @@ def _decide(
         algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
     )  # fmt: skip
     if entry.kept is not None:  # a kept candidate's calls are over: measure afresh
-        entry.new_round()
-    name, keep = _measured(entry, ranking)
-    if keep:  # raw only with room to spare in the bound
-        room = name != "raw" or raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
-        entry.decided(name, keep=room, refresh=_refresh(entry, name))
+        entry.new_round(())
+    allowed = [n for n, _ in ranking]  # the bound's proofs, on this call's statistics
+    name = _next_trial(entry, ranking, allowed)
+    if name is None:  # raw kept only with room to spare in the bound
+        room = raw_error(top, ranks, a.dtype) * RAW_MARGIN <= limit
+        times = {n: t for n, t in entry.times().items() if n in allowed}
+        name = entry.decide(times, hold=lambda best: best != "raw" or room)
     else:
         entry.trial(name)
     if name == "raw":
@@ -377,43 +287,18 @@ def _decide(
     return Choice(name, chosen, levels.get(name) or chosen.codec_kwargs(), key)
 
 
-def _refresh(entry: Seen, kept: str) -> int | None:
-    """The calls a kept pick runs before its candidates are timed again: as many as make the
-    next round's measured excess (each other candidate's time over the kept one's, ``TIMINGS``
-    times) ``RECHECK_SHARE`` of their time, within [``REFRESH``, ``MAX_REFRESH``]. Candidates
-    much slower than the pick are re-timed rarely; close ones often. None where the pick was
-    the only candidate timed (the model found the others hopeless): then only the full
-    decision itself is repeated, at intervals that double while it keeps the same pick
-    (``Seen.decided``)."""
-    if len(entry.times) < 2:
-        return None
-    best = entry.times[kept]
-    excess = TIMINGS * sum(max(t - best, 0.0) for t in entry.times.values())
-    calls = excess / (RECHECK_SHARE * best) if best > 0 else MAX_REFRESH
-    return int(min(max(REFRESH, calls), MAX_REFRESH))
-
-
-def _measured(entry: Seen, ranking: list[tuple[str, float]]) -> tuple[str, bool]:
-    """(the candidate this call takes, whether it is kept): raw first, then the next to time
-    of raw and the model's ``TRIED`` fastest others that are not hopeless once raw's call has
-    measured the link (each ``TIMINGS`` times, in turns in the model's order), else the
-    fastest by the agreed times, a compressed one only where it beats raw by ``MARGIN``.
-    Agreed values only."""
-    if not entry.tried:  # a round's candidates are chosen once, after raw's first call
-        if "raw" not in entry.timings:  # (the model's link figures are guesses before it)
-            return "raw", False
+def _next_trial(entry: Seen, ranking: list[tuple[str, float]], allowed: list[str]) -> str | None:
+    """The candidate this call times, or None: the round is complete. Raw first; once its
+    call has measured the link, the round is raw and the model's ``TRIED`` fastest others
+    that are not hopeless (the model's link figures are guesses before that call), each
+    timed in turns; a candidate the bound no longer allows is skipped. Agreed values only."""
+    if not entry.order:  # a round's candidates are chosen once, after raw's first call
+        if not entry.samples.get("raw"):
+            return "raw"
         fastest = ranking[0][1]
         others = [n for n, t in ranking if n != "raw" and t <= HOPELESS * fastest][:TRIED]
-        entry.tried = tuple(n for n, _ in ranking if n == "raw" or n in others)
-    allowed = {n for n, _ in ranking}  # the bound's proofs, on this call's statistics
-    tried = [n for n in entry.tried if n in allowed]
-    timed = [entry.timings.get(n, 0) for n in tried]
-    if min(timed) < TIMINGS:  # the next of the least timed, in the model's order
-        return tried[timed.index(min(timed))], False
-    best = min(tried, key=entry.times.__getitem__)
-    if best != "raw" and entry.times[best] >= entry.times["raw"] * MARGIN:
-        best = "raw"
-    return best, True
+        entry.plan(("raw", *others))
+    return entry.next_trial(allowed)
 
 
 def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float, key: int):
@@ -490,11 +375,11 @@ def record(
 
 def record_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
     """After an uncompressed auto call: the link's sample and its overhead beyond the link's
-    figures. A call of fewer than ``MIN_SAMPLE_BYTES`` counts one time in ``RAW_SAMPLING``:
+    figures. A call of fewer than ``MIN_SAMPLE_BYTES`` counts one time in ``SAMPLING``:
     a settled key's calls are many and alike, and each pays for its record."""
     seen = observed(eng)
     seen.raw_calls += 1
-    if moved_raw < MIN_SAMPLE_BYTES and seen.raw_calls % RAW_SAMPLING != 1:
+    if moved_raw < MIN_SAMPLE_BYTES and seen.raw_calls % SAMPLING != 1:
         return
     sample_raw(eng, moved_raw, elapsed)
 
@@ -513,6 +398,24 @@ def sample_raw(eng: Engine, moved_raw: int, elapsed: float) -> None:
     if seen.agreed is not None:
         model = wire_time(seen.agreed, "raw", eng.link.ranks, moved_raw)
         seen.overheads["raw"].append(max(elapsed - model, 0.0))
+
+
+def choices(comm: MPI.Comm | None = None) -> dict[str, dict]:
+    """What auto chose on comm (COMM_WORLD by default) so far, per kind of call: ``on`` (the
+    kept codec, or "measuring"), this round's agreed times (µs), the calls the pick is kept
+    for and how many of them have run. This rank's view; every rank holds the same."""
+    from pycomm.collectives.engine import engine_of
+
+    seen = engine_of(comm).observed
+    out = {}
+    for entry in [] if seen is None else seen.keys.values():
+        out[entry.label or str(entry.raw.key)] = {
+            "on": entry.current() or "measuring",
+            "times_us": {n: round(t * 1e6, 1) for n, t in entry.times().items()},
+            "keep": entry.keep,
+            "since": entry.since,
+        }
+    return out
 
 
 @functools.lru_cache(maxsize=256)

@@ -43,9 +43,11 @@ def agreed_gather_choice(
         return Choice("raw", NONE, None, key)
     mine = root is None or comm.Get_rank() == root
     stats = _gather_statistics(a, spec) if mine else (0.0, -np.inf)
-    v = eng.agree(label, sig, (*stats, *local_figures(eng, key).agreed_vector()))
-    fig, top = Figures.from_agreed(v[2:]), v[0]
-    smallest = spec.error_bound * -v[1]
+    agreed = eng.agree(
+        label, sig, statistics=stats, figures=local_figures(eng, key).agreed_vector()
+    )
+    fig, (top, neg_scale) = Figures.from_agreed(agreed["figures"]), agreed["statistics"]
+    smallest = spec.error_bound * -neg_scale
     ranks = 2 if root is not None else comm.Get_size()  # a bcast moves about one copy
     best = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=ranks, top=top, bound=smallest)
     chosen = NONE if best == "raw" else spec_of(spec, best)
@@ -55,19 +57,19 @@ def agreed_gather_choice(
 def sender_choice(eng: Engine, a: np.ndarray, spec: CodecSpec) -> CodecSpec:
     """spec="auto" resolved by a sender alone (point-to-point: the frame says what it is); a
     raw decision is kept for the next sends of the same size, dtype and contract, as long as
-    ``auto.Seen.decided`` says."""
+    its chooser keeps it (``Chooser.decide``)."""
     if spec.lossless or a.size == 0:
         return NONE
     seen = observed(eng)  # its own table: the collectives' keys are agreed, these never are
     entry = seen.key(spec.signature("send", a.dtype.str, a.size), seen.sends)
-    if entry.kept == "raw" and entry.since < entry.refresh:
+    if entry.current() == "raw":
         entry.since += 1
         return NONE
     top, scale = _gather_statistics(a, spec)
     bound = spec.error_bound * -scale
     fig = local_figures(eng)
     name = choose_frame(fig, count=a.size, dtype=a.dtype, ranks=2, top=top, bound=bound)
-    entry.decided(name, keep=name == "raw")
+    entry.decide({name: 0.0}, hold=lambda pick: pick == "raw")
     return NONE if name == "raw" else spec_of(spec, name)
 
 

@@ -111,8 +111,8 @@ def agreed_kwargs(
     if not (spec.caps.exact_sum and spec.caps.bounded):
         eng.agree(label, sig)
         return spec.codec_kwargs() if spec.compressed and a.size else None
-    agreed = eng.agree(label, sig, local_statistics(a, spec, source, residual))
-    return final_kwargs(spec, agreed, comm.Get_size(), op, a, budget)
+    agreed = eng.agree(label, sig, statistics=local_statistics(a, spec, source, residual))
+    return final_kwargs(spec, agreed["statistics"], comm.Get_size(), op, a, budget)
 
 
 @functools.lru_cache(maxsize=256)

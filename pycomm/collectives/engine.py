@@ -34,13 +34,14 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
+from pycomm.collectives import agreement
 from pycomm.collectives.inbox import Inbox
 from pycomm.collectives.link import Link
 from pycomm.collectives.requests import Posted, Request
@@ -56,10 +57,6 @@ from pycomm.collectives.waits import (
     tester,
 )
 
-#: Maxima every agreement carries (ebq's max and -min; codec="auto"'s key state, statistics
-#: and figures; zeros for the rest): one fixed length, so that a rank with invalid arguments
-#: (``agree_failed``) sends the same vector shape.
-AGREED_MAXIMA = 17
 #: Seconds the engine's thread sleeps when idle before it looks for dropped requests anyway.
 IDLE_S = 1.0
 
@@ -197,36 +194,36 @@ class Engine:
         )
 
     # -- the agreement --
-    def agree(self, what: str, settings: int, maxima: Sequence[float] = ()) -> np.ndarray:
-        """Check that every rank passed the same settings digest; reduce ``maxima`` with MAX
-        and return them.
+    def agree(self, what: str, settings: int, **fields: object) -> np.void:
+        """Check that every rank passed the same settings digest; reduce the agreement record
+        (``agreement.RECORD``: ``fields`` by name, the rest zero) with MAX and return it.
 
         Every rank must call ``agree`` or ``agree_failed`` at the same point: one 160-byte
-        allreduce (maxima padded with zeros), whatever the codec. Raises on every rank when any
-        rank's arguments were invalid or the digests differ.
+        allreduce, whatever the codec. Raises on every rank when any rank's arguments were
+        invalid or the digests differ.
         """
-        if len(maxima) > AGREED_MAXIMA:  # every rank's vector has one length, valid or not
-            raise ValueError(f"the agreement carries {AGREED_MAXIMA} maxima, not {len(maxima)}")
-        v = np.zeros(3 + AGREED_MAXIMA)
-        v[0], v[1] = settings, -settings
-        v[3 : 3 + len(maxima)] = maxima
+        doubles, record = agreement.blank()
+        record["settings"], record["neg_settings"] = settings, -settings
+        for name, value in fields.items():
+            if np.size(value):  # () : the field stays zero
+                record[name] = value
         t0 = time.perf_counter()
-        self._reduce_max(v, what)
+        self._reduce_max(doubles, what)
         took = time.perf_counter() - t0
         self.agreed_s += took
         self.link.add_latency(took)
-        self.judge(v, what)
-        return v[3 : 3 + len(maxima)]
+        self.judge(record, what)
+        return record
 
-    def judge(self, v: Sequence[float], what: str) -> None:
-        """Raise, on every rank alike, what an agreed vector says went wrong: a rank's invalid
+    def judge(self, record: np.void, what: str) -> None:
+        """Raise, on every rank alike, what an agreed record says went wrong: a rank's invalid
         arguments, or settings digests that differ."""
-        if v[2]:
+        if record["invalid"]:
             raise PeerArgumentError(
                 f"pycomm: another rank passed invalid arguments to {what} ({self.where}); "
                 "its own error says which"
             )
-        if v[0] != -v[1]:
+        if record["settings"] != -record["neg_settings"]:
             raise SettingsMismatchError(
                 f"pycomm: ranks called {what} with different arguments ({self.where}); every "
                 "rank must pass the same codec, parameters, dtype, size, op and root"
@@ -234,9 +231,9 @@ class Engine:
 
     def agree_failed(self, what: str, error: BaseException) -> None:
         """This rank's arguments are invalid: tell the others in the agreement, raise error."""
-        v = np.zeros(3 + AGREED_MAXIMA)
-        v[2] = 1.0
-        self._reduce_max(v, what)
+        doubles, record = agreement.blank()
+        record["invalid"] = 1.0
+        self._reduce_max(doubles, what)
         raise error
 
     def _reduce_max(self, v: np.ndarray, what: str) -> None:

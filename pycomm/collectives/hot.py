@@ -4,7 +4,7 @@ A call of ``pycomm.allreduce`` is planned in Python (``reduction``). Where the p
 MPI's own sum of the data (codec="none", or codec="auto" keeping raw summed in the dtype), the
 kind of call, keyed by its arguments, is *settled*: the engine keeps an ``Allreduce`` of the
 compiled module for it, and the next call of that kind goes straight there. That call makes the
-same agreement (with the key's ``auto.Seen.token`` for auto) and the same MPI allreduce as the
+same agreement (with the key's ``Chooser.token`` for auto) and the same MPI allreduce as the
 Python path, so ranks on either path meet; it hands back to Python only before it has sent
 anything (a buffer it does not take, a busy engine) or to raise.
 
@@ -24,13 +24,9 @@ import numpy as np
 from mpi4py import MPI
 
 from pycomm.collectives.buffers import as_array
-from pycomm.collectives.engine import AGREED_MAXIMA, Engine
-from pycomm.collectives.link import MIN_SAMPLE_BYTES
+from pycomm.collectives.engine import Engine
+from pycomm.collectives.link import MIN_SAMPLE_BYTES, SAMPLING
 from pycomm.collectives.waits import PATIENT_SPIN_S
-
-#: One call in this many records its times (the link's latency and bandwidth samples), below
-#: ``MIN_SAMPLE_BYTES``: a settled kind's calls are many and alike.
-SAMPLING = 8
 
 
 def _family() -> str | None:
@@ -53,8 +49,6 @@ def _load() -> tuple[Any, str]:
         module = importlib.import_module(f"pycomm.collectives._hot_{family}")
     except ImportError:
         return None, f"not built for {family} (no mpi.h at build time)"
-    if module.AGREEMENT_LENGTH != 3 + AGREED_MAXIMA:
-        return None, "stale build (its agreement length differs): rebuild the package"
     return module, f"compiled for {family}"
 
 

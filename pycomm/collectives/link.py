@@ -31,6 +31,9 @@ FIRST_SECONDS_PER_BYTE = 1 / 10e9
 #: bandwidth: not sampled (128 KiB allreduces on shared memory, 1 ms each on a busy machine,
 #: read as 130 MB/s and made auto compress them).
 MIN_SAMPLE_BYTES = 1 << 20
+#: One call in this many of a settled kind smaller than ``MIN_SAMPLE_BYTES`` is the link's
+#: sample (the compiled path's and auto's raw calls): such calls are many and alike.
+SAMPLING = 8
 
 
 def rounds(ranks: int) -> int:

@@ -156,7 +156,7 @@ def _allreduce(
     stats: CommStats | None = None,
     source: Source | None = None,
     settle: bool = False,
-    agreed: list | None = None,
+    agreed: np.void | None = None,
     **params: object,
 ) -> np.ndarray:
     """The Python path of ``allreduce``, step by step: the arguments, the choice (in the
@@ -245,7 +245,7 @@ def _checked(
 
 def _resolved(
     eng: Engine, comm: MPI.Comm, call: _Call, op: str, algorithm: str, segment: int,
-    agreed: list | None,
+    agreed: np.void | None,
 ) -> tuple[auto.Choice | None, CodecSpec, dict | None, Plan | None]:  # fmt: skip
     """The agreement and what it decides: auto's choice (None for a given codec), the codec
     that runs, its pycodecs keywords (None: uncompressed) and the plan."""
@@ -321,7 +321,7 @@ def _settle(
         return
 
     def redecide(
-        x: np.ndarray, out: np.ndarray, stats: CommStats | None, agreed: list,
+        x: np.ndarray, out: np.ndarray, stats: CommStats | None, agreed: np.void | None,
         feedback: ErrorFeedback | None,
     ) -> np.ndarray:  # fmt: skip
         return _allreduce(

@@ -1,23 +1,21 @@
 """``MPIUCC_COLLECTIVES=auto``: each collective and size class on the library measured faster.
 
-For every (collective, size class) key a group meets, a measuring round of ``ROUND`` calls
-alternates between MPI (``ops``) and UCC (``ucc_ops``); the first call on each library is a
-warm-up (UCC's makes the team), the next ``SAMPLES`` are timed, each after a barrier
-(``take``). Each library is timed on the path it takes once chosen: a call on the general path
-from posting to the end of ``finish``; a blocking all_reduce on MPI by the backend, around its
-inline compiled call (``ProcessGroupMpiucc._allreduce_inline``), which is what such a call
-runs once MPI is kept.
-At the key's next call the ranks agree on the slowest rank's median of each library (one
-allreduce MAX of two float64 on the group's communicator) and keep the faster one (MPI on a
-tie) for the next ``KEEP`` calls; then a round times both again, so that a changed link or load
-can overturn the choice. A round that keeps the same library doubles the keep, up to
-``MAX_KEEP``: the calls spent on the other library stay a few % of a key's calls at first and
-fall below 0.1%. Every step follows from the key's call count and agreed values only, so every
-rank takes the same library on every call. The keys are shared by every rank too: a
-collective's name and the size class of bytes that every rank passes alike (powers of 4);
-gather, scatter and the all-to-alls, whose sizes may differ between ranks, have one key each
-for any size. A measured call that raises keeps no sample; a library without samples counts as
-infinitely slow.
+For every (collective, size class) key a group meets, the chooser (``pycomm.chooser``, knobs
+``LIBRARY``) times MPI (``ops``) and UCC (``ucc_ops``) in turns on real calls: the first call
+on each library is a warm-up (UCC's makes the team), the next ones are timed, each after a
+barrier (``take``). Each library is timed on the path it takes once chosen: a call on the
+general path from posting to the end of ``finish``; a blocking all_reduce on MPI by the
+backend, around its inline compiled call (``ProcessGroupMpiucc._allreduce_inline``), which is
+what such a call runs once MPI is kept. At the key's next call after the round the ranks agree
+on the slowest rank's median of each library (one allreduce MAX of two float64 on the group's
+communicator) and keep the faster one (MPI on a tie) as long as the chooser says; then a round
+times both again, so that a changed link or load can overturn the choice. Every step follows
+from the key's call count and agreed values only (a call is counted when it starts, its time
+kept when it ends), so every rank takes the same library on every call. The keys are shared by
+every rank too: a collective's name and the size class of bytes that every rank passes alike
+(powers of 4); gather, scatter and the all-to-alls, whose sizes may differ between ranks, have
+one key each for any size. A measured call that raises keeps no time: a library without
+times counts as infinitely slow.
 
 Every call's results are the library's own (bitwise MPI's where the test inputs sum exactly),
 measured or not. ``Auto`` stands in for an ops module: the backend calls
@@ -26,7 +24,8 @@ measured or not. ``Auto`` stands in for an ops module: the backend calls
 
 from __future__ import annotations
 
-import statistics
+import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,15 +34,14 @@ import numpy as np
 import torch
 from mpi4py import MPI
 
+from pycomm.chooser import KNOBS, Chooser
 from pycomm.collectives.engine import Engine
 from pycomm.distributed import ops, ucc_ops
 from pycomm.distributed.work import Started
 
-WARMUP = 1  # calls per library before the kept samples (UCC's first makes the team)
-SAMPLES = 3  # calls per library kept for the choice
-ROUND = 2 * (WARMUP + SAMPLES)  # the calls of a measuring round, MPI and UCC in turn
-KEEP = 64  # calls a choice is kept after a round that changed it, before the next round
-MAX_KEEP = 4096  # the longest keep (a round that confirms the choice doubles it)
+LIBRARY = KNOBS["library"]  # the chooser's knobs for this choice
+LIBRARIES = ("mpi", "ucc")  # MPI first: the default
+ROUND = len(LIBRARIES) * (LIBRARY.warmup + LIBRARY.samples)  # the calls of a measuring round
 ANY_SIZE = -1  # the size class of collectives whose sizes differ between ranks
 
 
@@ -70,35 +68,31 @@ def _nbytes(tensors: list[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-class Key:
-    """One (collective, size class): its calls, the last round's samples, the choice and how
-    long it is kept."""
+class Key(Chooser):
+    """One (collective, size class): the chooser's state and the last round's agreed medians."""
 
-    __slots__ = ("calls", "round_at", "samples", "choice", "keep", "agreed")
+    __slots__ = ("agreed",)
 
     def __init__(self) -> None:
-        self.calls = 0  # calls of the key so far
-        self.round_at = 0  # the call that begins the current (or next) measuring round
-        self.samples: dict[str, list[float]] = {"mpi": [], "ucc": []}
-        self.choice: str | None = None
-        self.keep = 0  # calls the choice is kept before the next round
+        super().__init__(LIBRARY, LIBRARIES)
+        self.new_round(LIBRARIES)
         self.agreed: tuple[float, float] | None = None  # slowest rank's medians (s): mpi, ucc
 
     def library(self) -> str:
-        """The library of the key's next call: MPI and UCC in turn while measuring."""
-        i = self.calls - self.round_at
-        if i < 0 and self.choice is not None:
-            return self.choice
-        return ("mpi", "ucc")[i % 2]
+        """The library of the key's next call: the kept one, else the round's next."""
+        return self.current() or self.next_trial() or LIBRARIES[0]
 
     def take(self, lib: str) -> Callable[[float], None] | None:
         """Count a call on ``lib`` (the key's ``library()``); what keeps its seconds once it
         has succeeded, or None where it is not timed."""
-        i = self.calls - self.round_at
-        self.calls += 1
-        if i == 0:  # a round begins
-            self.samples = {"mpi": [], "ucc": []}
-        return self.samples[lib].append if i >= 2 * WARMUP else None
+        if self.current() is not None:
+            self.since += 1
+            return None
+        self.measured(lib, math.inf)  # counted now, alike on every rank; its time once done
+        got = self.samples[lib]
+        if len(got) <= self.knobs.warmup:
+            return None
+        return functools.partial(got.__setitem__, len(got) - 1)
 
 
 class Auto:
@@ -119,8 +113,12 @@ class Auto:
         state = self.keys.get(k)
         if state is None:
             state = self.keys[k] = Key()
-        if state.calls - state.round_at == ROUND:
-            self._settle(state, name)
+        if state.current() is None:
+            if state.kept is not None:  # its keep is over: time both again
+                state.kept = None
+                state.new_round(LIBRARIES)
+            elif state.next_trial() is None:  # a round has ended
+                self._settle(state, name)
         return state
 
     def take(self, state: Key, lib: str) -> Callable[[float], None] | None:
@@ -157,24 +155,22 @@ class Auto:
         return getattr(ucc_ops, name)(self.ucc, *args)
 
     def _settle(self, state: Key, name: str) -> None:
-        """Agree on the slowest rank's median per library; keep the faster (MPI on a tie):
-        ``KEEP`` calls where the choice changes, twice the last keep where it stays."""
-        mine = [statistics.median(s) if s else np.inf for s in state.samples.values()]
-        v = np.array(mine, dtype=np.float64)
+        """Agree on the slowest rank's median per library; keep the faster (MPI on a tie)
+        as long as the chooser says."""
+        mine = state.times()
+        v = np.array([mine.get(lib, np.inf) for lib in LIBRARIES], dtype=np.float64)
         comm = self.engine.comm
         self.engine.wait(
             [comm.Iallreduce(MPI.IN_PLACE, v, op=MPI.MAX)], f"auto's choice for {name}"
         )
-        choice = "ucc" if v[1] < v[0] else "mpi"
-        state.keep = min(2 * state.keep, MAX_KEEP) if choice == state.choice else KEEP
-        state.choice, state.agreed = choice, (float(v[0]), float(v[1]))
-        state.round_at = state.calls + state.keep
+        state.decide(dict(zip(LIBRARIES, map(float, v), strict=True)))
+        state.agreed = (float(v[0]), float(v[1]))
 
     def decisions(self) -> dict[str, dict[str, Any]]:
         """Each key met so far: ``on`` (mpi, ucc or measuring) and the agreed medians (µs)."""
         out = {}
         for (name, c), state in sorted(self.keys.items()):
-            row: dict[str, Any] = {"on": state.choice or "measuring"}
+            row: dict[str, Any] = {"on": state.current() or "measuring"}
             if state.agreed is not None:
                 row["mpi_us"], row["ucc_us"] = (round(t * 1e6, 1) for t in state.agreed)
             out[f"{name} {class_range(c)}"] = row

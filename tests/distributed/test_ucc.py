@@ -105,7 +105,10 @@ def test_auto_times_both_again_and_a_faster_library_overturns_the_choice(
     bounded share of the calls, and a library that became faster takes over at the next
     round."""
     from pycomm.distributed import ucc_auto
-    from pycomm.distributed.ucc_auto import KEEP, MAX_KEEP, ROUND, SAMPLES, WARMUP
+    from pycomm.distributed.ucc_auto import LIBRARY, ROUND
+
+    KEEP, MAX_KEEP = LIBRARY.keep, LIBRARY.max_keep
+    WARMUP, SAMPLES = LIBRARY.warmup, LIBRARY.samples
 
     cost = {"mpi": 1e-5, "ucc": 2e-5}
     auto, went = _auto_on_one_rank(monkeypatch, cost)
@@ -122,22 +125,22 @@ def test_auto_times_both_again_and_a_faster_library_overturns_the_choice(
     first = calls(ROUND + 1)
     assert first == ["mpi", "ucc"] * (ROUND // 2) + ["mpi"]  # in turn, then the faster
     state = auto.keys[key]
-    assert state.choice == "mpi" and state.keep == KEEP
-    assert state.agreed == (1e-5, 2e-5) and len(state.samples["ucc"]) == SAMPLES
+    assert state.kept == "mpi" and state.keep == KEEP
+    assert state.agreed == (1e-5, 2e-5) and len(state.samples["ucc"]) == WARMUP + SAMPLES
     assert calls(KEEP - 1) == ["mpi"] * (KEEP - 1)  # kept: no other library
     cost["ucc"] = 5e-6  # UCC became faster (the link or the load changed)
     again = calls(ROUND + 1)
     assert again[:ROUND] == ["mpi", "ucc"] * (ROUND // 2)  # the round re-times both
-    assert again[ROUND] == "ucc" and state.choice == "ucc"  # overturned at its end
+    assert again[ROUND] == "ucc" and state.kept == "ucc"  # overturned at its end
     assert state.keep == KEEP  # a change starts the keep anew
     calls(state.keep - 1 + ROUND + 1)  # a round that confirms UCC doubles the keep
-    assert state.choice == "ucc" and state.keep == 2 * KEEP
+    assert state.kept == "ucc" and state.keep == 2 * KEEP
     tail = calls(20_000)
-    assert state.keep == MAX_KEEP and state.choice == "ucc"
+    assert state.keep == MAX_KEEP and state.kept == "ucc"
     share = tail.count("mpi") / len(tail)  # the other library's calls, as the keeps grow
     assert share <= (WARMUP + SAMPLES) / (2 * KEEP), share
     # the kept library's samples come from the same round as the other's: side by side
-    assert len(state.samples["mpi"]) == len(state.samples["ucc"]) == SAMPLES
+    assert len(state.samples["mpi"]) == len(state.samples["ucc"]) == WARMUP + SAMPLES
 
 
 @needs_ucc

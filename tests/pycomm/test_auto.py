@@ -351,7 +351,7 @@ def lone_engine(bytes_per_s: float):
     eng = Engine(MPI.COMM_SELF)
     eng.link = Link(2)
     eng.link.pin(50e-6, bytes_per_s)
-    eng.agree = lambda what, settings, maxima=(): np.asarray(maxima, dtype=float)
+    eng._reduce_max = lambda doubles, what: None  # the record as this rank sent it
     return eng
 
 
@@ -373,7 +373,7 @@ def settle(eng, x, contract: str, times: dict | None = None):
     """The choice once the key's trials are over, and how many calls they took."""
     from pycomm.collectives import auto
 
-    for calls in range(1, 4 * auto.TIMINGS * len(auto.CODES)):
+    for calls in range(1, 4 * auto.CODEC.samples * len(auto.CANDIDATES)):
         choice = decide(eng, x, contract, times)
         if observed_entry(eng).kept is not None:
             return choice, calls
@@ -397,8 +397,8 @@ def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) ->
     monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
     x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
     first, calls = settle(eng, x, contract)
-    assert first.name != "raw" and len(full) == calls <= (auto.TRIED + 1) * auto.TIMINGS + 1
-    for _ in range(observed_entry(eng).refresh):
+    assert first.name != "raw" and len(full) == calls <= (auto.TRIED + 1) * auto.CODEC.samples + 1
+    for _ in range(observed_entry(eng).keep):
         assert decide(eng, x, contract) == first
     assert len(full) == calls
     decide(eng, x, contract)
@@ -423,7 +423,8 @@ def test_the_kept_candidate_is_the_fastest_measured(times, kept) -> None:
     choice, _ = settle(eng, x, "auto:rel:1e-3", times)
     assert (choice.name == "raw") == (kept == "raw")
     entry = observed_entry(eng)
-    assert set(entry.timings.values()) == {auto.TIMINGS} and "raw" in entry.times
+    assert {len(t) for t in entry.samples.values()} == {auto.CODEC.samples}
+    assert "raw" in entry.times()
 
 
 def test_trials_start_with_raw_then_follow_the_model_and_skip_the_hopeless() -> None:
@@ -438,14 +439,15 @@ def test_trials_start_with_raw_then_follow_the_model_and_skip_the_hopeless() -> 
     measured = [("ebq_fast", 1.0), ("fp16", 2.0), ("raw", 3.0), ("bf16", 9.0)]
     order = []
     for call in range(20):
-        name, keep = auto._measured(entry, guess if call == 0 else measured)
-        if keep:
+        ranking = guess if call == 0 else measured
+        name = auto._next_trial(entry, ranking, [n for n, _ in ranking])
+        if name is None:
             break
         order.append(name)
         entry.trial(name)
-        entry.measured({"ebq_fast": 0.5, "fp16": 0.4, "raw": 1.0}[name])
-    assert order == ["raw", "ebq_fast", "fp16", "ebq_fast", "fp16", "raw"]
-    assert (name, keep) == ("fp16", True)
+        entry.measured(name, {"ebq_fast": 0.5, "fp16": 0.4, "raw": 1.0}[name])
+    assert order == ["raw", "ebq_fast", "fp16", "raw", "ebq_fast", "fp16"]
+    assert entry.decide(entry.times()) == "fp16"
 
 
 @pytest.mark.parametrize(
@@ -458,14 +460,14 @@ def test_trials_start_with_raw_then_follow_the_model_and_skip_the_hopeless() -> 
 )
 def test_a_kept_pick_runs_until_its_recheck_costs_a_bounded_share(times, lo, hi) -> None:
     """The next round of timings comes when its measured excess over the kept pick is
-    RECHECK_SHARE of the kept calls' time (within REFRESH and MAX_REFRESH), and it does."""
+    recheck_share of the kept calls' time (within keep and max_keep), and it does."""
 
     eng = lone_engine(125e6)
     x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
     first, _ = settle(eng, x, "auto:rel:1e-3", times)
     entry = observed_entry(eng)
-    assert lo <= entry.refresh <= hi, entry.refresh
-    for _ in range(entry.refresh):
+    assert lo <= entry.keep <= hi, entry.keep
+    for _ in range(entry.keep):
         assert decide(eng, x, "auto:rel:1e-3", times) == first
     assert entry.current() is None, "kept beyond its refresh"
 
@@ -473,19 +475,18 @@ def test_a_kept_pick_runs_until_its_recheck_costs_a_bounded_share(times, lo, hi)
 def test_raw_alone_in_the_running_is_kept_ever_longer() -> None:
     """Where the model found every codec hopeless (a tiny message on a fast link) raw is the
     only candidate timed, and nothing but the full decision is repeated: its interval doubles
-    while it keeps raw, up to MAX_REFRESH, rather than a decision every REFRESH calls."""
+    while it keeps raw, up to max_keep, rather than a decision every keep calls."""
     from pycomm.collectives import auto
 
-    seen = auto.Seen(7)
-    seen.times = {"raw": 3e-6}
+    seen, knobs = auto.Seen(7), auto.CODEC
     intervals = []
     for _ in range(10):
-        seen.decided("raw", keep=True, refresh=auto._refresh(seen, "raw"))
-        intervals.append(seen.refresh)
-    assert intervals[:4] == [auto.REFRESH * 2**k for k in range(4)], intervals
-    assert intervals[-1] == auto.MAX_REFRESH
-    seen.times["fp16"] = 3e-6  # a second candidate timed alike: re-timed often again
-    assert auto._refresh(seen, "raw") == auto.REFRESH
+        seen.decide({"raw": 3e-6})
+        intervals.append(seen.keep)
+    assert intervals[:4] == [knobs.keep * 2**k for k in range(4)], intervals
+    assert intervals[-1] == knobs.max_keep
+    seen.decide({"raw": 3e-6, "fp16": 3e-6})  # a second candidate timed alike: re-timed often
+    assert seen.keep == knobs.keep
 
 
 def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
@@ -493,18 +494,18 @@ def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
 
     seen = auto.Seen(7)
     for name in ("raw", "raw", "raw"):
-        seen.decided(name, keep=True)
-    assert seen.refresh == 4 * auto.REFRESH
-    seen.decided("ebq_fast", keep=True)
-    assert (seen.refresh, seen.last, seen.since, seen.kept) == (
-        auto.REFRESH,
+        seen.decide({name: 1.0})
+    assert seen.keep == 4 * auto.CODEC.keep
+    seen.decide({"ebq_fast": 1.0})
+    assert (seen.keep, seen.last, seen.since, seen.kept) == (
+        auto.CODEC.keep,
         "ebq_fast",
         0,
         "ebq_fast",
     )
     for _ in range(20):
-        seen.decided("ebq_fast", keep=True)
-    assert seen.refresh == auto.MAX_REFRESH
+        seen.decide({"ebq_fast": 1.0})
+    assert seen.keep == auto.CODEC.max_keep
 
 
 def test_a_pick_not_kept_does_not_lengthen_the_next_keep() -> None:
@@ -512,10 +513,10 @@ def test_a_pick_not_kept_does_not_lengthen_the_next_keep() -> None:
 
     seen = auto.Seen(7)
     for _ in range(5):  # e.g. a link not measured yet: decided in full, never kept
-        seen.decided("raw", keep=False)
-    assert (seen.refresh, seen.kept, seen.last) == (auto.REFRESH, None, None)
-    seen.decided("raw", keep=True)
-    assert (seen.refresh, seen.kept) == (auto.REFRESH, "raw")
+        seen.decide({"raw": 1.0}, hold=lambda pick: False)
+    assert (seen.keep, seen.kept, seen.last) == (auto.CODEC.keep, None, None)
+    seen.decide({"raw": 1.0})
+    assert (seen.keep, seen.kept) == (auto.CODEC.keep, "raw")
 
 
 @pytest.mark.parametrize("contract, wide", [("auto:rel:1e-3", True), ("auto:rel:3e-2", False)])
@@ -553,8 +554,11 @@ def test_noise_cannot_make_compressing_look_faster() -> None:
     from pycomm.collectives import auto
 
     entry = auto.Seen(7)
+    entry.plan(("raw", "ebq_fast"))
     for name, seconds in [("ebq_fast", 0.5), ("raw", 1.2), ("ebq_fast", 1.0), ("raw", 1.0)]:
         entry.trial(name)
-        entry.measured(seconds)
-    assert entry.times == {"ebq_fast": 1.0, "raw": 1.0}
-    assert auto._measured(entry, [("ebq_fast", 1.0), ("raw", 2.0)]) == ("raw", True)
+        entry.measured(name, seconds)
+    assert entry.times() == {"ebq_fast": 1.0, "raw": 1.0}
+    ranking = [("ebq_fast", 1.0), ("raw", 2.0)]
+    assert auto._next_trial(entry, ranking, ["ebq_fast", "raw"]) is None
+    assert entry.decide(entry.times()) == "raw"

@@ -21,7 +21,7 @@ from _dist import assert_equal, init, passed, sample
 from mpi4py import MPI
 
 from pycomm.distributed import ucc_auto, ucc_ops
-from pycomm.distributed.ucc_auto import KEEP, ROUND, SAMPLES, Auto, Key
+from pycomm.distributed.ucc_auto import LIBRARY, ROUND, Auto, Key
 from pycomm.info import info, ucc_layer
 from pycomm.info_report import format_info
 from pycomm.ucc.team import has_team
@@ -33,6 +33,7 @@ MPI_GROUP = dist.new_group(backend="mpiucc")
 MPI_GROUP.set_collectives("mpi")
 assert AUTO.collectives == "auto" and dist.group.WORLD.collectives == "auto"
 CALLS = ROUND + 3  # measured, settled, and a few on the choice
+KEEP, SAMPLES = LIBRARY.keep, LIBRARY.warmup + LIBRARY.samples  # samples: warm-ups counted
 SLOW: dict[str, str | None] = {"lib": None}  # the library whose times this rank inflates
 LATE: dict[str, str | None] = {"lib": None}  # the library whose timed calls this rank joins late
 _take = Key.take
@@ -164,7 +165,7 @@ assert has_team(AUTO._engine), "auto never ran a collective on UCC"
 for key, state in auto.keys.items():
     kept = {lib: len(s) for lib, s in state.samples.items()}
     assert kept == {"mpi": SAMPLES, "ucc": SAMPLES}, (key, kept)  # both libraries were tried
-    assert state.choice in ("mpi", "ucc") and state.agreed is not None, key
+    assert state.kept in ("mpi", "ucc") and state.agreed is not None, key
 decisions = auto.decisions()
 assert len(decisions) == 13, decisions
 everyone = WORLD.allgather(decisions)
@@ -190,11 +191,11 @@ if expect is None:  # a key settled on MPI, then UCC becomes the faster: overtur
     make = lambda i: [sample((64,), torch.float32, RANK + i)]  # noqa: E731
     both(call, make, "all_reduce before the overturn", ROUND + 1)
     state = auto.keys[key]
-    assert state.choice == "mpi" and state.keep == KEEP
+    assert state.kept == "mpi" and state.keep == KEEP
     SLOW["lib"] = "mpi" if RANK == SIZE - 1 else None  # now MPI is the slower
     both(call, make, "all_reduce as it is overturned", KEEP - 1 + ROUND + 1)
     libraries = [lib for k, lib in took if k is state]
-    assert state.choice == "ucc" and state.keep == KEEP, (state.choice, state.keep)
+    assert state.kept == "ucc" and state.keep == KEEP, (state.kept, state.keep)
     want = ["mpi", "ucc"] * (ROUND // 2)
     want = want + ["mpi"] + ["mpi"] * (KEEP - 1) + want + ["ucc"]  # round, keep, round, ucc
     assert libraries == want, libraries
@@ -207,7 +208,7 @@ if expect is None:  # a key settled on MPI, then UCC becomes the faster: overtur
     key = ("allreduce", ucc_auto.size_class(1024))  # another size class not met above
     make = lambda i: [sample((256,), torch.float32, RANK + i)]  # noqa: E731
     both(call, make, "all_reduce, a rank late to UCC's turns", ROUND + 1)
-    assert auto.keys[key].choice == "ucc", auto.keys[key].agreed
+    assert auto.keys[key].kept == "ucc", auto.keys[key].agreed
     SLOW["lib"] = LATE["lib"] = None
 
 # pycomm.info() in a job lists its groups and what each sends through UCC

@@ -7,6 +7,7 @@ apart on purpose (skewed measurements): the agreement must still give one decisi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -203,7 +204,7 @@ def check_reduce_scatter() -> None:
 
 
 #: The most calls a key's measurements take before it keeps a candidate.
-TRIALS = (auto.TRIED + 1) * auto.TIMINGS + 1
+TRIALS = (auto.TRIED + 1) * auto.CODEC.samples + 1
 
 
 def kept_after(calls: int, x: np.ndarray, codec: str) -> str | None:
@@ -222,20 +223,21 @@ def check_measurement_decides() -> None:
     timings. (The slow paths are emulated: 50 ms more a call.)"""
     set_scenario("slow")
     x = data("normal", 300_000, 3)
-    auto.MAX_REFRESH, most = 64, auto.MAX_REFRESH  # (raw's kept calls are slowed below)
+    most = auto.CODEC  # (raw's kept calls are slowed below)
+    auto.CODEC = dataclasses.replace(most, max_keep=64)
     with slowed(reduction, "run_segments", 0.05):
         assert kept_after(TRIALS, x, "auto:rel:1e-3") == "raw"
     (entry,) = auto.observed(engine_of(COMM)).keys.values()
-    try:  # timed again once raw's kept calls have paid for the round (``auto._refresh``)
+    try:  # timed again once raw's kept calls have paid for the round (``Chooser.decide``)
         with slowed(reduction.plain, "allreduce", 0.05):
-            assert kept_after(entry.refresh + TRIALS, x, "auto:rel:1e-3") != "raw"
+            assert kept_after(entry.keep + TRIALS, x, "auto:rel:1e-3") != "raw"
     finally:
-        auto.MAX_REFRESH = most
+        auto.CODEC = most
 
 
 def check_slower_pick_gives_way() -> None:
     """A kept pick whose calls come to take longer than the round's runner-up took gives way
-    at the call after ``STRIKES`` slow ones, long before the key's next round of timings, on
+    at the call after ``Knobs.strikes`` slow ones, long before the key's next round of timings, on
     every rank alike (a trial can mislead: an emulated link lets a burst through after a
     pause). Here a codec
     is kept while raw is slow, then its own calls are made slow: the next fastest by the
@@ -247,13 +249,13 @@ def check_slower_pick_gives_way() -> None:
         kept = kept_after(TRIALS, x, "auto:rel:1e-3")
     assert kept not in ("raw", None), kept
     (entry,) = auto.observed(engine_of(COMM)).keys.values()
-    assert entry.refresh > auto.STRIKES + 1, entry.refresh
-    samples = entry.samples
+    assert entry.keep > auto.CODEC.strikes + 1, entry.keep
+    samples = entry.timed
     with slowed(reduction, "run_segments", 0.05):
-        now = kept_after(auto.STRIKES + 1, x, "auto:rel:1e-3")
+        now = kept_after(auto.CODEC.strikes + 1, x, "auto:rel:1e-3")
     assert now not in (kept, None), now
-    assert entry.samples == samples, "timed the candidates again"
-    assert entry.times[kept] >= 0.05, entry.times
+    assert entry.timed == samples, "timed the candidates again"
+    assert entry.times()[kept] >= 0.05, entry.times()
 
 
 def check_a_late_rank_is_not_a_slow_candidate() -> None:
@@ -266,7 +268,7 @@ def check_a_late_rank_is_not_a_slow_candidate() -> None:
             time.sleep(0.03)
         pycomm.allreduce(x, codec="auto:rel:1e-3")
     (entry,) = auto.observed(engine_of(COMM)).keys.values()
-    assert len(entry.times) > 1 and max(entry.times.values()) < 0.02, entry.times
+    assert len(entry.times()) > 1 and max(entry.times().values()) < 0.02, entry.times()
 
 
 def check_settled_rms_needs_no_statistics() -> None:
@@ -280,7 +282,7 @@ def check_settled_rms_needs_no_statistics() -> None:
     auto.local_statistics = lambda *args: passes.append(1) or real_stats(*args)
     x = data("normal", 40_000, 9)
     with slowed(reduction, "run_segments", 0.05):  # raw measures fastest
-        for _ in range(auto.REFRESH + 1):
+        for _ in range(auto.CODEC.keep + 1):
             y = pycomm.allreduce(x, codec="auto:rms:1e-2")
             same_everywhere(y, "settled rms")
     del eng.agree
@@ -288,7 +290,7 @@ def check_settled_rms_needs_no_statistics() -> None:
     assert one_decision("settled rms") == "raw"
     compiled += sum(plan.calls for plan in eng.settled.values())
     # the trials and the decision pass over the data; the kept raw calls do not
-    assert len(made) + compiled == auto.REFRESH + 1, (made, compiled)
+    assert len(made) + compiled == auto.CODEC.keep + 1, (made, compiled)
     assert len(passes) == len(made) - 1 <= TRIALS, (made, passes)
 
 

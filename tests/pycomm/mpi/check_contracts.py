@@ -29,7 +29,7 @@ def exact_error(got: np.ndarray, inputs: np.ndarray, mean: bool) -> float:
 
 def settle(x: np.ndarray, codec: str) -> None:
     """Call until auto keeps its decision (raw here: shared memory is fast)."""
-    for _ in range(3 * auto.REFRESH):
+    for _ in range(3 * auto.CODEC.keep):
         pycomm.allreduce(x, codec=codec)
 
 
