@@ -188,12 +188,21 @@ def _allreduce(
             framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
             elapsed = time.perf_counter() - t1
             auto.record(eng, choice, call.a.nbytes, framed, compressing, elapsed, plan.cost_name)
-    if choice is not None:  # its own work: all but waiting in its agreements for the others
+    _accounted(eng, choice, call, stats, t0, agreeing)
+    return call.res
+
+
+def _accounted(
+    eng: Engine, choice: auto.Choice | None, call: _Call, stats: CommStats, t0: float,
+    agreeing: float,
+) -> None:  # fmt: skip
+    """A finished call's time: auto's (its own work, all but waiting in its agreements for
+    the others) and the statistics'."""
+    if choice is not None:
         auto.ran(eng, choice, time.perf_counter() - t0 - (eng.agreed_s - agreeing))
     stats.calls += 1
     stats.raw_bytes += call.a.nbytes
     stats.total_seconds += time.perf_counter() - t0
-    return call.res
 
 
 @dataclass(slots=True)
@@ -400,11 +409,7 @@ def _reduce_scatter(
         _scatter_uncompressed(eng, comm, call, spec, op, stats)
     else:
         _scatter_compressed(eng, comm, call, spec, kw, op, stats)
-    if choice is not None:  # its own work: all but waiting in its agreements for the others
-        auto.ran(eng, choice, time.perf_counter() - t0 - (eng.agreed_s - agreeing))
-    stats.calls += 1
-    stats.raw_bytes += call.a.nbytes
-    stats.total_seconds += time.perf_counter() - t0
+    _accounted(eng, choice, call, stats, t0, agreeing)
     return call.res
 
 
