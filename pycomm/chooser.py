@@ -72,8 +72,8 @@ KNOBS = {
 
 
 class Chooser:
-    """One key's measured choice among ``names`` (every candidate it may ever take; the
-    round's are given to ``new_round``, the default first)."""
+    """One key's measured choice among ``names`` (every candidate it may ever take, the
+    default first; a round's, in the order to time them, are given to ``new_round``)."""
 
     __slots__ = ("knobs", "names", "kept", "last", "since", "keep", "trying", "order",
                  "samples", "worse", "timed", "give_up", "recent")  # fmt: skip
@@ -92,13 +92,13 @@ class Chooser:
         self.new_round(())
 
     def new_round(self, order: tuple[str, ...]) -> None:
-        """Time ``order`` afresh (the default first; () : chosen at the next decision)."""
+        """Time ``order`` afresh (() : chosen at the next decision)."""
         self.order = order
         self.samples: dict[str, list[float]] = {name: [] for name in order}
         self.worse: dict[str, float] = {}  # a pick's calls' time once it gave way
 
     def plan(self, order: tuple[str, ...]) -> None:
-        """The round's candidates once known (the default first), keeping what is timed."""
+        """The round's candidates once known, keeping what is timed."""
         self.samples = {name: self.samples.get(name, []) for name in order}
         self.order = order
 
@@ -132,11 +132,11 @@ class Chooser:
         candidate look faster than the default), else the median; a pick that gave way,
         its calls' time if longer."""
         out = {}
-        for i, (name, got) in enumerate(self.samples.items()):
+        for name, got in self.samples.items():
             got = got[self.knobs.warmup :]
             if got:
                 if self.knobs.guarded:
-                    out[name] = min(got) if i == 0 else max(got)
+                    out[name] = min(got) if name == self.names[0] else max(got)
                 else:
                     out[name] = statistics.median(got)
         for name, seconds in self.worse.items():
@@ -147,9 +147,9 @@ class Chooser:
         """Pick from the round's ``times`` (agreed): the fastest, the default unless another
         beats it by ``margin``; kept for as long as rule 3 says where ``hold(pick)`` (else
         decided again at the next call)."""
-        default = self.order[0] if self.order else next(iter(times))
+        default = self.names[0]
         best = min(times, key=times.__getitem__)
-        if best != default and not times[best] < times[default] * self.knobs.margin:
+        if default in times and not times[best] < times[default] * self.knobs.margin:
             best = default
         paid = self._paid_by(times, best)
         if paid is None:  # nothing else timed to weigh: doubled while rounds repeat the pick
@@ -188,16 +188,23 @@ class Chooser:
         """The agreed state as one number, exact in a double: ranks whose tokens are equal
         take the same path and the same decision (the count of agreed samples stands for
         them)."""
+        base, step = self._token_parts()
+        return base + self.since * step
+
+    def _token_parts(self) -> tuple[float, float]:
+        """The token at since 0 and its step per call of the kept pick, so that the compiled
+        path can count calls itself (``compiled_state``)."""
         index = {name: i + 1 for i, name in enumerate(self.names)}
-        span = len(self.names) + 1
-        value = 0
-        for part, radix in (
-            (self.timed % 1024, 1024),
-            (self.keep, 2 * self.knobs.max_keep),
-            (self.since, 2 * self.knobs.max_keep),
-            (index.get(self.trying, 0), span),
-            (index.get(self.last, 0), span),
-            (index.get(self.current(), 0), span),
-        ):
-            value = value * radix + part
-        return 1.0 + value
+        span, room = len(self.names) + 1, 2 * self.knobs.max_keep
+        value = (self.timed % 1024) * room + self.keep
+        value *= room  # since's place, counted by the step
+        for part in (self.trying, self.last, self.current()):
+            value = value * span + index.get(part, 0)
+        return 1.0 + value, float(span**3)
+
+    def compiled_state(self) -> tuple:
+        """What the compiled path copies of a kept pick to count its calls alone: the token
+        at since 0 and its step, since, keep, give_up, strikes and the recent times."""
+        base, step = self._token_parts()
+        return (base, step, self.since, self.keep, self.give_up, self.knobs.strikes,
+                tuple(self.recent))  # fmt: skip

@@ -5,9 +5,9 @@ and the mean, with MPI called from C and the GIL released while it works.
 Built against the MPI found at build time, once per MPI family (``_hot_mpich``,
 ``_hot_openmpi``, as mpi4py's own extension); ``hot`` loads the one of the MPI mpi4py runs on.
 A call either returns None before it has sent anything (the Python path then runs it, and
-raises what is to be raised) or completes the call: waits longer than the patient spin go back
-to the engine's Python wait (its timeout, its broken mark, Ctrl-C), verdicts of the agreement
-to the engine's judge.
+raises what is to be raised), a verdict with the agreement made (the Python path finishes it),
+or completes the call: waits longer than the patient spin go back to the engine's Python wait
+(its timeout, its broken mark, Ctrl-C), an agreement's errors to the engine's judge.
 """
 from cpython.buffer cimport (
     PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer,
@@ -46,13 +46,13 @@ DEF CAPACITY = 32
 if _agreement.LENGTH > CAPACITY:
     raise ImportError("the agreement record outgrew the compiled path's room: rebuild it larger")
 cdef int LENGTH = _agreement.LENGTH
-cdef Py_ssize_t SETTINGS = _agreement.offset("settings")
-cdef Py_ssize_t NEG_SETTINGS = _agreement.offset("neg_settings")
-cdef Py_ssize_t INVALID = _agreement.offset("invalid")
-cdef Py_ssize_t TOKEN = _agreement.offset("token")
-cdef Py_ssize_t NEG_TOKEN = _agreement.offset("neg_token")
-cdef Py_ssize_t ELAPSED = _agreement.offset("elapsed")
-cdef Py_ssize_t STATISTICS = _agreement.offset("statistics")
+cdef Py_ssize_t AT_SETTINGS = _agreement.offset("settings")
+cdef Py_ssize_t AT_NEG_SETTINGS = _agreement.offset("neg_settings")
+cdef Py_ssize_t AT_INVALID = _agreement.offset("invalid")
+cdef Py_ssize_t AT_TOKEN = _agreement.offset("token")
+cdef Py_ssize_t AT_NEG_TOKEN = _agreement.offset("neg_token")
+cdef Py_ssize_t AT_ELAPSED = _agreement.offset("elapsed")
+cdef Py_ssize_t AT_STATISTICS = _agreement.offset("statistics")
 #: Tests of a request before the spin starts yielding the core (``waits._SPINS``).
 DEF TIGHT_SPINS = 16
 
@@ -82,40 +82,53 @@ cdef int _spin(MPI_Request *req, double seconds, int *done) noexcept nogil:
         sched_yield()
 
 
+#: What a call that did not run returns (its agreement made, in ``Allreduce.agreed``):
+#: the ranks' chooser states differ or the kept raw measured slower (``REDECIDE``), or the
+#: agreed range no longer proves the sum in the dtype (``STATISTICS``). Declined calls, which
+#: sent nothing, return None.
+REDECIDE, STATISTICS = 1, 2
+#: Room for a kept pick's recent call times (``Knobs.strikes``).
+DEF RING = 8
+
+
 cdef class Allreduce:
     """One settled kind of call (communicator, dtype, count, op, settings digest): uncompressed,
-    summed by MPI in the dtype, divided for a mean; the agreement first unless ``agree`` is off.
+    summed by MPI in the dtype, divided for a mean, after the agreement. The caller holds the
+    engine. ``run`` returns the result, None where it declines before sending anything (a
+    buffer not the kind's, a broken engine, a retired plan, a keep that is over), or a verdict
+    (``REDECIDE``, ``STATISTICS``) with the agreement made: the Python path finishes the call.
 
-    ``entry`` (codec="auto"): the key's ``auto.Seen``; the call takes the compiled path only
-    while that entry is still the engine's (``auto.Observed.keys``) and keeps raw, and carries
-    its ``token`` in the agreement, and what its recent calls took (``auto.Seen.kept_time``).
-    ``raw_proof`` (a bound relative to the range, or absolute): the agreement carries this
-    rank's finite max and -min too, as the Python path's does, and the sum stays in the dtype
-    only where the agreed largest |x| (top) and range prove it within the bound: ranks * top
-    <= the dtype's largest, and top <= per_range * range + per_const (``auto.raw_proof``: a
-    little stricter than the Python path's own test, never looser). Where the ranks' tokens
-    differ, raw's calls took longer than the entry's ``give_up``, or that proof fails,
-    ``redecide(x, out, stats, agreed, feedback)`` finishes the call on the Python path.
+    ``state`` (codec="auto"): the key's chooser state, copied at settle time
+    (``Chooser.compiled_state``: the token at since 0 and its step per call, since, keep,
+    give_up, strikes, recent times); the plan keeps it in C fields, carries the token and the
+    kept calls' time in the agreement, and hands it back when retired (``retire``: the Python
+    path then owns the key again). ``raw_proof`` (per_range, per_const, largest): the agreement
+    carries this rank's finite max and -min too, as the Python path's does, and the sum stays in
+    the dtype only where the agreed largest |x| (top) and range prove it within the bound:
+    ranks * top <= largest and top <= per_range * range + per_const (``cost.raw_proof``).
     ``record(agree_s, data_s)`` is called on sampled calls.
     """
 
     cdef MPI_Datatype dtype
     cdef Py_ssize_t count, nbytes
-    cdef bint mean, agree, is_double, minmax
+    cdef bint mean, is_double, minmax, auto, valid
     cdef double per_range, per_const, largest
     cdef double ranks, sig
+    cdef double token_base, token_step, give_up
+    cdef long since, keep
+    cdef int strikes, recent_n, recent_at
+    cdef double recent[RING]
     cdef double agreement[CAPACITY]
     cdef readonly unsigned long calls  # made on this path
     cdef unsigned long sampling
     cdef double spin_s
     cdef char fmt
-    cdef readonly object engine, comm, label, np_dtype
-    cdef object entry, key, redecide, record
+    cdef readonly object engine, comm, label, np_dtype, agreed
+    cdef object record
 
     def __cinit__(self, engine, MPI.Comm comm, dtype, Py_ssize_t count, bint mean, double sig,
-                  label, bint agree=True, entry=None, key=None, redecide=None,
-                  record=None, unsigned long sampling=1, double spin_s=0.01,
-                  raw_proof=None):
+                  label, state=None, record=None, unsigned long sampling=1,
+                  double spin_s=0.01, raw_proof=None):
         self.np_dtype = np.dtype(dtype)
         if self.np_dtype == np.float32:
             self.dtype, self.is_double, self.fmt = MPI_FLOAT, False, b"f"
@@ -125,36 +138,56 @@ cdef class Allreduce:
             raise TypeError(f"the compiled path sums float32 or float64, not {self.np_dtype}")
         self.engine, self.comm, self.label = engine, comm, label
         self.count, self.nbytes = count, count * self.np_dtype.itemsize
-        self.mean, self.agree, self.sig = mean, agree, sig
+        self.mean, self.sig = mean, sig
         self.ranks = comm.Get_size()
-        self.entry, self.key = entry, key
-        self.redecide, self.record = redecide, record
+        self.record = record
         self.sampling, self.spin_s = max(1, sampling), spin_s
         self.minmax = raw_proof is not None
         if self.minmax:
             self.per_range, self.per_const, self.largest = raw_proof
+        self.adopt(state)
 
-    def run(self, x, out, stats, bint held=False, feedback=None):
-        """Allreduce x (a flat ndarray) into out (one, or None: a new array) and return the
-        result; None where this call is not the settled kind (nothing was sent). ``held``:
-        the caller holds the engine (its thread, running a queued call); ``feedback``: the
-        call's error feedback (its worker residual zeros, left so), for ``redecide``."""
+    def adopt(self, state):
+        """Take calls again, counting on ``state`` (``Chooser.compiled_state``, or None for
+        codec="none")."""
+        self.valid, self.auto = True, state is not None
+        if self.auto:
+            base, step, since, keep, give_up, strikes, recent = state
+            if strikes > RING:
+                raise ValueError(f"the compiled path keeps {RING} recent times, not {strikes}")
+            self.token_base, self.token_step, self.give_up = base, step, give_up
+            self.since, self.keep, self.strikes = since, keep, strikes
+            self.recent_n = self.recent_at = 0
+            for t in recent:
+                self._remember(t)
+
+    def retire(self):
+        """Stop taking calls; the chooser state it held: (since, recent times, oldest first)."""
+        self.valid = False
+        n = self.recent_n
+        start = (self.recent_at - n) % self.strikes if self.strikes else 0
+        return self.since, [self.recent[(start + i) % self.strikes] for i in range(n)]
+
+    def run(self, x, out, stats):
+        """Allreduce x (a flat ndarray) into out (one, or None: a new array); see the class."""
         cdef Py_buffer xv, ov
         cdef bint in_place
         cdef object res
-        if self.entry is not None:  # still its engine's entry for the key, still kept raw
-            seen = self.engine.observed
-            if seen is None or seen.keys.get(self.key) is not self.entry:
-                return None
-            if self.entry.current() != "raw":
-                return None
-        if PyObject_GetBuffer(x, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0:
+        if not self.valid or (self.auto and self.since >= self.keep):
+            return None
+        if self.engine.broken is not None:
+            return None
+        try:
+            PyObject_GetBuffer(x, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+        except (BufferError, TypeError, ValueError):  # the Python path raises on every rank
             return None
         try:
             if not _matches(&xv, self.nbytes, self.fmt):
                 return None
             res = np.empty(self.count, self.np_dtype) if out is None else out
-            if PyObject_GetBuffer(res, &ov, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0:
+            try:
+                PyObject_GetBuffer(res, &ov, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+            except (BufferError, TypeError, ValueError):
                 return None
             try:
                 if not _matches(&ov, self.nbytes, self.fmt):
@@ -162,54 +195,42 @@ cdef class Allreduce:
                 in_place = xv.buf == ov.buf
                 if not in_place and _overlap(&xv, &ov):
                     return None
-                eng = self.engine
-                if eng.broken is not None:
-                    return None
-                if held:
-                    return self._locked(x, res, stats, feedback, &xv, &ov, in_place)
-                if not eng.try_begin():
-                    return None
-                try:
-                    return self._locked(x, res, stats, feedback, &xv, &ov, in_place)
-                finally:
-                    eng.exec_lock.release()
+                return self._run(res, stats, &xv, &ov, in_place)
             finally:
                 PyBuffer_Release(&ov)
         finally:
             PyBuffer_Release(&xv)
 
-    cdef object _locked(self, x, res, stats, feedback, Py_buffer *xv, Py_buffer *ov,
-                        bint in_place):
+    cdef object _run(self, res, stats, Py_buffer *xv, Py_buffer *ov, bint in_place):
         cdef MPI_Request req
         cdef int err = 0, done = 0
         cdef double t0 = _now(), t1, agreeing = 0.0
         cdef double *v = self.agreement
         cdef MPI.Comm comm = self.comm
-        if self.agree:
-            memset(v, 0, sizeof(self.agreement))
-            v[SETTINGS], v[NEG_SETTINGS] = self.sig, -self.sig
-            if self.entry is not None:
-                v[TOKEN] = self.entry.token()
-                v[NEG_TOKEN] = -v[TOKEN]
-                v[ELAPSED] = self.entry.kept_time()
-            if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[STATISTICS]):
-                return self.redecide(x, res, stats, None, feedback)  # the C library refused
-            agreeing = _now()
-            with nogil:
-                err = MPI_Iallreduce(MPI_IN_PLACE, v, LENGTH, MPI_DOUBLE, MPI_MAX,
-                                     comm.ob_mpi, &req)
-                if not err:
-                    err = _spin(&req, self.spin_s, &done)
-            _finish(self.engine, err, done, &req, "settings check of " + self.label, None)
-            agreeing = _now() - agreeing
-            if v[INVALID] != 0 or v[SETTINGS] != -v[NEG_SETTINGS]:
-                self.engine.judge(self._record(), self.label)
-            # the ranks remember the key differently, raw measured slower than another, or
-            # the agreed range no longer proves the sum in the dtype: Python decides
-            if ((self.entry is not None
-                    and (v[TOKEN] != -v[NEG_TOKEN] or v[ELAPSED] > self.entry.give_up))
-                    or (self.minmax and not self._raw_holds(v[STATISTICS], v[STATISTICS + 1]))):
-                return self.redecide(x, res, stats, self._record(), feedback)
+        memset(v, 0, sizeof(self.agreement))
+        v[AT_SETTINGS], v[AT_NEG_SETTINGS] = self.sig, -self.sig
+        if self.auto:
+            v[AT_TOKEN] = self.token_base + self.since * self.token_step
+            v[AT_NEG_TOKEN] = -v[AT_TOKEN]
+            v[AT_ELAPSED] = self._kept_time()
+        if self.minmax and _min_max(xv.buf, self.count, self.is_double, &v[AT_STATISTICS]):
+            return None  # the C library refused: the Python path takes its statistics
+        agreeing = _now()
+        with nogil:
+            err = MPI_Iallreduce(MPI_IN_PLACE, v, LENGTH, MPI_DOUBLE, MPI_MAX, comm.ob_mpi, &req)
+            if not err:
+                err = _spin(&req, self.spin_s, &done)
+        _finish(self.engine, err, done, &req, "settings check of " + self.label, None)
+        agreeing = _now() - agreeing
+        if v[AT_INVALID] != 0 or v[AT_SETTINGS] != -v[AT_NEG_SETTINGS]:
+            self.engine.judge(self._agreed(), self.label)
+        # the ranks remember the key differently, or raw measured slower than another
+        if self.auto and (v[AT_TOKEN] != -v[AT_NEG_TOKEN] or v[AT_ELAPSED] > self.give_up):
+            self.agreed = self._agreed()
+            return REDECIDE
+        if self.minmax and not self._raw_holds(v[AT_STATISTICS], v[AT_STATISTICS + 1]):
+            self.agreed = self._agreed()
+            return STATISTICS
         t1 = _now()
         done = 0
         with nogil:
@@ -221,9 +242,9 @@ cdef class Allreduce:
         if self.mean:
             with nogil:
                 _divide(ov.buf, self.count, self.ranks, self.is_double)
-        if self.entry is not None:
-            self.entry.since += 1
-            self.entry.recent.append(_now() - t0 - agreeing)  # as ``auto.ran`` counts
+        if self.auto:
+            self.since += 1
+            self._remember(_now() - t0 - agreeing)  # as ``auto.ran`` counts
         self.calls += 1
         if self.record is not None and self.calls % self.sampling == 1 % self.sampling:
             self.record(t1 - t0, _now() - t1)
@@ -231,8 +252,26 @@ cdef class Allreduce:
             _count(stats, self.nbytes, self.ranks, _now() - t0)
         return res
 
+    cdef void _remember(self, double seconds) noexcept:
+        if self.strikes:
+            self.recent[self.recent_at] = seconds
+            self.recent_at = (self.recent_at + 1) % self.strikes
+            if self.recent_n < self.strikes:
+                self.recent_n += 1
 
-    cdef object _record(self):
+    cdef double _kept_time(self) noexcept:
+        """``Chooser.kept_time``: the fastest of the last ``strikes`` kept calls, 0 before."""
+        cdef int i
+        cdef double best
+        if not self.strikes or self.recent_n < self.strikes:
+            return 0.0
+        best = self.recent[0]
+        for i in range(1, self.strikes):
+            if self.recent[i] < best:
+                best = self.recent[i]
+        return best
+
+    cdef object _agreed(self):
         """The agreed record, read by field name in Python (``agreement.of``)."""
         return _agreement.of([self.agreement[i] for i in range(LENGTH)])
 

@@ -26,10 +26,10 @@ bcast, send) are ``auto_frames``' (by the model alone).
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
@@ -60,7 +60,7 @@ from pycomm.collectives.cost import (
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.link import MIN_SAMPLE_BYTES, SAMPLING, WINDOW, quantile
 from pycomm.collectives.source import Source
-from pycomm.collectives.spec import CodecSpec
+from pycomm.collectives.spec import CodecSpec, ebq_spec
 
 #: Message sizes (bytes) ``preview`` (``mpiucc info``) shows the choice for.
 PREVIEW_SIZES = (1 << 16, 1 << 20, 1 << 26)
@@ -97,14 +97,38 @@ class Seen(Chooser):
     contract): the chooser's state, agreed (``pycomm.chooser``), and this rank's own: the
     ratio each ebq level's frames reached and the time of the key's last call."""
 
-    __slots__ = ("raw", "ratio_fast", "ratio_dense", "elapsed", "label")
+    __slots__ = ("raw", "ratio_fast", "ratio_dense", "elapsed", "label", "compiled", "parked")
 
     def __init__(self, key: int, label: str = "") -> None:
         self.label = label  # the kind of call, for ``choices``
+        self.compiled: Any = None  # the compiled plan counting the kept raw's calls (``hot``)
+        self.parked: Any = None  # the last one, retired while Python handles a call
         self.raw = Choice("raw", NONE, None, key)  # what a settled raw call returns
         self.ratio_fast = self.ratio_dense = 0.0
         self.elapsed = 0.0  # this rank's time of the key's last exchange (``ran``)
         super().__init__(CODEC, CANDIDATES)
+
+    def forget(self) -> None:
+        """Back to a new key's state, the compiled plan's copy too (the ratios stay)."""
+        self.reclaim()
+        super().forget()
+
+    def reclaim(self) -> None:
+        """Take the key's state back from its compiled plan (retired: the Python path owns
+        the key again) before reading or changing it."""
+        plan, self.compiled = self.compiled, None
+        if plan is not None:
+            self.parked = plan
+            self.since, recent = plan.retire()
+            self.recent.clear()
+            self.recent.extend(recent)
+
+    def rearm(self) -> None:
+        """After a call on the Python path: hand the key back to its last compiled plan where
+        it still keeps raw (the plan tests the range of each call's data itself)."""
+        if self.parked is not None and self.compiled is None and self.current() == "raw":
+            self.parked.adopt(self.compiled_state())
+            self.compiled = self.parked
 
 
 class Observed:
@@ -130,6 +154,8 @@ class Observed:
         entry = table.get(key)
         if entry is None:
             if len(table) >= MAX_KEYS:
+                for old in table.values():
+                    old.reclaim()
                 table.clear()
             entry = table[key] = Seen(key, label)
         return entry
@@ -190,12 +216,12 @@ def agreed_choice(
     so no rank-local memory (a table emptied on one rank, a call that failed on one) can lead
     ranks down different paths. The statistics are still agreed, and a kept candidate that
     they no longer prove within the bound gives way to raw (``_kept``); a sum in the dtype
-    that could now exceed the bound is made in float64 instead. With an rms bound loose
-    enough to hold for any data (``cost.raw_within_rms``) a kept raw needs no statistics: its
-    agreement carries the settings and the token alone; with a bound relative to the range,
-    or absolute, a kept raw that the agreed statistics prove within the bound in the dtype
-    returns the entry's own ``raw`` too, and the compiled path (``hot``) takes the key on,
-    with the statistics computed in C. One rank takes raw at once: its "sum"
+    that could now exceed the bound, or overflow, is made in float64 instead. With an rms
+    bound loose enough to hold for any data (``cost.raw_within_rms``) a kept raw carries the
+    range alone, for the overflow test; with a bound relative to the range, or absolute, a
+    kept raw that the agreed statistics prove within the bound in the dtype returns the
+    entry's own ``raw`` too, and the compiled path (``hot``) takes the key on, with the
+    statistics computed in C. One rank takes raw at once: its "sum"
     is its input, exact. ``agreed``: the first agreement, made already (by the compiled path,
     ``hot``) and found to carry tokens that differ.
     """
@@ -207,6 +233,7 @@ def agreed_choice(
         return Choice("raw", NONE, None, key)
     seen = observed(eng)
     entry = seen.key(key, label=label)
+    entry.reclaim()
     kept, token = entry.current(), entry.token()
     figures: tuple = ()
     # a kept raw that an rms bound keeps for any data has only overflow left to prove: the
@@ -291,13 +318,14 @@ def _next_trial(entry: Seen, ranking: list[tuple[str, float]], allowed: list[str
     """The candidate this call times, or None: the round is complete. Raw first; once its
     call has measured the link, the round is raw and the model's ``TRIED`` fastest others
     that are not hopeless (the model's link figures are guesses before that call), each
-    timed in turns; a candidate the bound no longer allows is skipped. Agreed values only."""
+    timed in turns in the model's order; a candidate the bound no longer allows is skipped.
+    Agreed values only."""
     if not entry.order:  # a round's candidates are chosen once, after raw's first call
         if not entry.samples.get("raw"):
             return "raw"
         fastest = ranking[0][1]
         others = [n for n, t in ranking if n != "raw" and t <= HOPELESS * fastest][:TRIED]
-        entry.plan(("raw", *others))
+        entry.plan(tuple(n for n, _ in ranking if n == "raw" or n in others))
     return entry.next_trial(allowed)
 
 
@@ -340,6 +368,7 @@ def ran(eng: Engine, choice: Choice, seconds: float) -> None:
         entry.elapsed = seconds
         if entry.kept is not None and entry.trying is None:
             entry.recent.append(seconds)
+        entry.rearm()
 
 
 def record(
@@ -416,12 +445,6 @@ def choices(comm: MPI.Comm | None = None) -> dict[str, dict]:
             "since": entry.since,
         }
     return out
-
-
-@functools.lru_cache(maxsize=256)
-def ebq_spec(spec: CodecSpec, name: str) -> CodecSpec:
-    """The ebq spec of an auto contract at level ``ebq_fast`` or ``ebq_dense``."""
-    return CodecSpec("ebq", **{**spec.options(), "level": name.removeprefix("ebq_")})
 
 
 def spec_of(spec: CodecSpec, name: str) -> CodecSpec:

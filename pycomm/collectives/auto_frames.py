@@ -4,28 +4,19 @@ Each frame keeps its own bound (ebq by itself; a cast where u*max|x| + floor is 
 smallest bound any rank's data set), so no error budget is split over ranks. The collectives
 agree on the statistics and figures as ``auto.agreed_choice`` does; a point-to-point sender
 chooses alone (the frame says what it is) and the receiver takes any frame the contract
-allows (``AnyFrame``).
+allows (``frames.AnyFrame``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives.auto import (
-    NONE,
-    Choice,
-    ebq_spec,
-    local_figures,
-    observed,
-    spec_of,
-)
+from pycomm.collectives.auto import NONE, Choice, local_figures, observed, spec_of
 from pycomm.collectives.buffers import finite_min_max, finite_top_rms
-from pycomm.collectives.cost import CAST_ROUNDOFF, Figures, choose_frame
+from pycomm.collectives.cost import Figures, choose_frame
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.spec import CodecSpec
-from pycomm.collectives.waits import SettingsMismatchError
 
 
 def agreed_gather_choice(
@@ -80,34 +71,3 @@ def _gather_statistics(a: np.ndarray, spec: CodecSpec) -> tuple[float, float]:
         return top, -rms
     lo, hi = finite_min_max(a)
     return max(hi, -lo, 0.0), -(hi - lo if spec.mode == "rel" else 1.0)
-
-
-class AnyFrame:
-    """What a receiver with codec="auto" accepts (``frames.Expect``'s interface): a frame of
-    any codec auto may choose (raw only for a lossless contract) of ``count`` ``dtype``."""
-
-    def __init__(self, spec: CodecSpec, dtype: str, count: int) -> None:
-        self.dtype, self.count = dtype, count
-        self.codecs = ("raw",) if spec.lossless else ("raw", "ebq", *CAST_ROUNDOFF)
-        self.codec = "/".join(self.codecs)
-        self._ebq = None if spec.lossless else ebq_spec(spec, "ebq_dense").codec_kwargs()
-
-    def max_size(self) -> int:
-        sizes = [pycodecs.compress_bound(self.count, dtype=self.dtype, codec="raw")]
-        if self._ebq is not None:
-            for level in ("fast", "dense"):
-                kw = {**self._ebq, "level": level}
-                sizes.append(pycodecs.compress_bound(self.count, dtype=self.dtype, **kw))
-        return max(sizes)
-
-    def check(self, frame: object, source: str) -> object:
-        try:
-            h = pycodecs.header(frame)
-        except pycodecs.CodecError as exc:
-            raise SettingsMismatchError(f"pycomm: corrupt frame from {source}: {exc}") from None
-        if h.codec not in self.codecs or (h.dtype, h.count) != (self.dtype, self.count):
-            raise SettingsMismatchError(
-                f"pycomm: received a {h.codec} frame of {h.count} {h.dtype} from {source}, "
-                f"expected one of {self.codec} of {self.count} {self.dtype}"
-            )
-        return frame

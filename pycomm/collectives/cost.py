@@ -13,6 +13,7 @@ import numpy as np
 
 from pycomm.collectives.bound import largest, unit_roundoff
 from pycomm.collectives.link import exchange_rounds, moved_bytes
+from pycomm.collectives.spec import AUTO_CODECS
 
 CANDIDATES = ("raw", "fp16", "bf16", "ebq_fast", "ebq_dense")
 #: A compressed codec is chosen only if predicted faster than raw by this factor.
@@ -20,6 +21,7 @@ MARGIN = 0.9
 #: Unit roundoff of each cast, and half the spacing of its subnormals (the absolute floor).
 CAST_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
 CAST_FLOOR = {"fp16": 2.0**-25, "bf16": 2.0**-134}
+assert set(CAST_ROUNDOFF) <= set(AUTO_CODECS), "a receiver would refuse a cast auto sends"
 #: Largest value each cast may meet, a little inside its largest finite one (65504 for fp16,
 #: (2 - 2^-7) * 2^127 for bf16), so that its rounding stays finite.
 CAST_LARGEST = {"fp16": 65000.0, "bf16": 3.38e38}

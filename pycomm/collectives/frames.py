@@ -10,7 +10,6 @@ is checked against what this rank expects (codec, dtype, count) before any decod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pycodecs
@@ -18,11 +17,9 @@ from mpi4py import MPI
 from pycodecs.capabilities import CAPABILITIES
 
 from pycomm.collectives.engine import Engine
+from pycomm.collectives.spec import AUTO_CODECS, CodecSpec, ebq_spec
 from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import SettingsMismatchError
-
-if TYPE_CHECKING:
-    from pycomm.collectives.auto_frames import AnyFrame
 
 GATHER_TAG = 0x5C1
 SCATTER_TAG = 0x5C2
@@ -52,16 +49,45 @@ class Expect:
 
     def check(self, frame: object, source: str) -> object:
         """The frame, if its header says what this rank expects; else raise."""
-        try:
-            h = pycodecs.header(frame)
-        except pycodecs.CodecError as exc:
-            raise SettingsMismatchError(f"pycomm: corrupt frame from {source}: {exc}") from None
-        if (h.codec, h.dtype, h.count) != (self.codec, self.dtype, self.count):
-            raise SettingsMismatchError(
-                f"pycomm: received a {h.codec} frame of {h.count} {h.dtype} from {source}, "
-                f"expected {self.codec} of {self.count} {self.dtype}"
-            )
-        return frame
+        return _checked(frame, source, (self.codec,), self.codec, self.dtype, self.count)
+
+
+class AnyFrame:
+    """What a receiver with codec="auto" accepts (``Expect``'s interface): a frame of any codec
+    auto may send (``AUTO_CODECS``; raw only for a lossless contract) of ``count`` ``dtype``."""
+
+    def __init__(self, spec: CodecSpec, dtype: str, count: int) -> None:
+        self.dtype, self.count = dtype, count
+        self.codecs = ("raw",) if spec.lossless else AUTO_CODECS
+        self.codec = "/".join(self.codecs)
+        self._ebq = None if spec.lossless else ebq_spec(spec, "ebq_dense").codec_kwargs()
+
+    def max_size(self) -> int:
+        sizes = [pycodecs.compress_bound(self.count, dtype=self.dtype, codec="raw")]
+        if self._ebq is not None:
+            for level in ("fast", "dense"):
+                kw = {**self._ebq, "level": level}
+                sizes.append(pycodecs.compress_bound(self.count, dtype=self.dtype, **kw))
+        return max(sizes)
+
+    def check(self, frame: object, source: str) -> object:
+        """The frame, if its header is one of those this rank accepts; else raise."""
+        return _checked(frame, source, self.codecs, f"one of {self.codec}", self.dtype, self.count)
+
+
+def _checked(
+    frame: object, source: str, codecs: tuple[str, ...], want: str, dtype: str, count: int
+) -> object:
+    try:
+        h = pycodecs.header(frame)
+    except pycodecs.CodecError as exc:
+        raise SettingsMismatchError(f"pycomm: corrupt frame from {source}: {exc}") from None
+    if h.codec not in codecs or (h.dtype, h.count) != (dtype, count):
+        raise SettingsMismatchError(
+            f"pycomm: received a {h.codec} frame of {h.count} {h.dtype} from {source}, "
+            f"expected {want} of {count} {dtype}"
+        )
+    return frame
 
 
 def recv_frame(

@@ -4,9 +4,11 @@ A call of ``pycomm.allreduce`` is planned in Python (``reduction``). Where the p
 MPI's own sum of the data (codec="none", or codec="auto" keeping raw summed in the dtype), the
 kind of call, keyed by its arguments, is *settled*: the engine keeps an ``Allreduce`` of the
 compiled module for it, and the next call of that kind goes straight there. That call makes the
-same agreement (with the key's ``Chooser.token`` for auto) and the same MPI allreduce as the
-Python path, so ranks on either path meet; it hands back to Python only before it has sent
-anything (a buffer it does not take, a busy engine) or to raise.
+same agreement (with the key's ``Chooser.token`` for auto, counted in C on the state copied at
+settle time) and the same MPI allreduce as the Python path, so ranks on either path meet; it
+declines before it has sent anything (a buffer it does not take, a broken engine, a keep that
+is over), hands back a verdict with the agreement made (``HandBack``: the Python path decides),
+or raises.
 
 The module is compiled against the MPI found at build time (``pycomm/collectives/_hot.pyx``),
 one per MPI family; where none matches the MPI mpi4py runs on, or ``MPIUCC_HOT=0``, every call
@@ -18,6 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,14 +63,24 @@ def status() -> str:
     return _status
 
 
+@dataclass(frozen=True, slots=True)
+class HandBack:
+    """A call the compiled path agreed on but did not run: ``why`` (``REDECIDE``: the ranks'
+    chooser states differ or the kept raw measured slower; ``STATISTICS``: the agreed range
+    no longer proves the sum in the dtype) and the agreed record, for the Python path."""
+
+    why: int
+    agreed: Any
+
+
 def run(
     eng: Engine, x: object, codec: object, op: str, out: object, algorithm: str, segment: int,
-    stats: object, held: bool = False, feedback: Any = None,
-) -> np.ndarray | None:  # fmt: skip
-    """The call through its settled plan, or None: take the Python path (nothing was sent).
-    ``held``: the caller runs on the engine already (a queued call on its thread).
-    ``feedback``: the call's ``ErrorFeedback``, taken only while its worker residual is
-    known to hold zeros and is x's like (an uncompressed sum leaves it so)."""
+    stats: object, feedback: Any = None,
+) -> np.ndarray | HandBack | None:  # fmt: skip
+    """The call through its settled plan (the caller holds the engine): the result, a
+    ``HandBack``, or None: take the Python path (nothing was sent). ``feedback``: the call's
+    ``ErrorFeedback``, taken only while its worker residual is known to hold zeros and is x's
+    like (an uncompressed sum leaves it so)."""
     try:
         a = x if type(x) is np.ndarray and x.ndim == 1 else as_array(x)
         if out is not None and not (type(out) is np.ndarray and out.ndim == 1):
@@ -78,7 +91,10 @@ def run(
         plan = eng.settled.get(kind)
     except (TypeError, ValueError, AttributeError):
         return None
-    return None if plan is None else plan.run(a, out, stats, held, feedback)
+    if plan is None:
+        return None
+    got = plan.run(a, out, stats)
+    return HandBack(got, plan.agreed) if type(got) is int else got
 
 
 def _zero_like(feedback: Any, a: np.ndarray) -> bool:
@@ -93,30 +109,38 @@ def _zero_like(feedback: Any, a: np.ndarray) -> bool:
 
 def settle(
     eng: Engine, key: tuple, a: np.ndarray, mean: bool, sig: int, label: str,
-    record: Callable[[float, float], None], entry: Any = None, redecide: Callable | None = None,
+    record: Callable[[float, float], None], entry: Any = None,
     raw_proof: tuple[float, float, float] | None = None,
 ) -> None:  # fmt: skip
     """Keep the compiled plan of the kind of call ``key`` (``run``'s): a's dtype and size, the
     agreement's digest and label, what records a sampled call's times (``record(agreement's
-    seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto.Seen``) and what
-    finishes a call whose ranks' tokens differ, whose raw measured slower, or whose agreed
-    range fails ``raw_proof`` (``cost.raw_proof``: the agreement then carries this rank's max
-    and -min, computed in C) (``redecide(x, out, stats, agreed, feedback)``)."""
+    seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto.Seen``), whose
+    chooser state the plan copies and counts on alone until the Python path reclaims it, and
+    the test of the agreed range (``cost.raw_proof``: the agreement then carries this rank's
+    max and -min, computed in C)."""
     if _module is None or a.dtype not in (np.float32, np.float64):
         return
     try:
         hash(key)
     except TypeError:  # a codec given as something unhashable: not kept
         return
-    if len(eng.settled) >= MAX_SETTLED:
-        eng.settled.clear()
-    eng.settled[key] = _module.Allreduce(
-        eng, eng.comm, a.dtype, a.size, mean, float(sig), label,
-        entry=entry, key=None if entry is None else entry.raw.key,
-        redecide=redecide, record=record,
-        sampling=SAMPLING if a.nbytes < MIN_SAMPLE_BYTES else 1, spin_s=PATIENT_SPIN_S,
-        raw_proof=raw_proof,
-    )  # fmt: skip
+    state = None
+    if entry is not None:
+        entry.reclaim()
+        state = entry.compiled_state()
+    plan = eng.settled.get(key)
+    if plan is not None:  # the same kind: the same plan, counting on the state given now
+        plan.adopt(state)
+    else:
+        if len(eng.settled) >= MAX_SETTLED:
+            eng.settled.clear()
+        plan = eng.settled[key] = _module.Allreduce(
+            eng, eng.comm, a.dtype, a.size, mean, float(sig), label, state=state,
+            record=record, sampling=SAMPLING if a.nbytes < MIN_SAMPLE_BYTES else 1,
+            spin_s=PATIENT_SPIN_S, raw_proof=raw_proof,
+        )  # fmt: skip
+    if entry is not None:
+        entry.compiled = plan
 
 
 #: Settled kinds of call kept per communicator before the table is emptied.

@@ -15,10 +15,10 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives.auto_frames import AnyFrame, sender_choice
+from pycomm.collectives.auto_frames import sender_choice
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine, engine_of
-from pycomm.collectives.frames import Expect, refuse_oversize
+from pycomm.collectives.frames import AnyFrame, Expect, refuse_oversize
 from pycomm.collectives.requests import Posted, Request
 from pycomm.collectives.spec import CodecSpec, make_spec
 from pycomm.collectives.stats import CommStats

@@ -85,16 +85,20 @@ def allreduce(
     same as for x holding the values.
     """
     eng = engine_of(comm)
-    settle = _may_settle(residual) and source is None and not params
-    if eng.settled and settle:
-        done = hot.run(eng, x, codec, op, out, algorithm, segment, stats, feedback=residual)
+    if eng.settled and eng.try_begin():  # inline, nothing queued: the compiled path may take it
+        try:
+            done = _settled(eng, x, codec, op, out, algorithm, segment, residual, stats, source,
+                            **params)  # fmt: skip
+        finally:
+            eng.exec_lock.release()
         if done is not None:
             return done
 
     def job(c: MPI.Comm) -> np.ndarray:
         return _allreduce(
             eng, c, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
-            residual=residual, stats=stats, source=source, **params, settle=settle,
+            residual=residual, stats=stats, source=source, **params,
+            settle=_eligible(residual, source, params),
         )  # fmt: skip
 
     return eng.run(job, "allreduce")
@@ -106,40 +110,46 @@ def iallreduce(
     """Non-blocking allreduce (keywords as ``allreduce``): runs on the communicator's engine
     thread, in call order."""
     eng = engine_of(comm)
-    residual = kwargs.get("residual")
-    plain_kw = {k: v for k, v in kwargs.items() if k not in ("residual", "source")}
-    settle = (
-        _may_settle(residual) and kwargs.get("source") is None and plain_kw.keys() <= CALL_KEYWORDS
-    )
 
-    def job(c: MPI.Comm) -> np.ndarray:
-        if settle and eng.settled:  # the engine's thread holds the engine already
-            done = hot.run(eng, x, codec, *_call_args(**plain_kw), held=True, feedback=residual)
-            if done is not None:
-                return done
+    def job(c: MPI.Comm) -> np.ndarray:  # on the engine's thread, which holds the engine
+        done = _settled(eng, x, codec, **kwargs) if eng.settled else None
+        if done is not None:
+            return done
+        settle = _eligible(kwargs.get("residual"), kwargs.get("source"), kwargs.keys() - ARGS)
         return _allreduce(eng, c, x, codec, **kwargs, settle=settle)
 
     return eng.submit(job)
 
 
-#: ``allreduce``'s keywords that leave a call eligible for the compiled path (besides
-#: ``residual``: ``_may_settle``).
-CALL_KEYWORDS = {"op", "out", "algorithm", "segment", "stats"}
+#: ``allreduce``'s keywords besides the codec's parameters.
+ARGS = {"op", "out", "algorithm", "segment", "residual", "stats", "source"}
 
 
-def _may_settle(residual: object) -> bool:
-    """Whether a call with this residual may take the compiled path: none, or an
-    ``ErrorFeedback`` (an uncompressed call empties its worker residual, so the calls of a
-    kind that settled on going raw find it holding zeros, and leave it so: ``hot.run``)."""
-    return residual is None or type(residual) is ErrorFeedback
+def _eligible(residual: object, source: object, params: object) -> bool:
+    """The compiled path's one rule: a call without a source or codec parameters whose
+    residual is none or an ``ErrorFeedback`` (an uncompressed call empties its worker
+    residual, so the calls of a kind that settled on going raw find it holding zeros, and leave
+    it so: ``hot.run``) may settle its kind, and take it once settled."""
+    return source is None and not params and (residual is None or type(residual) is ErrorFeedback)
 
 
-def _call_args(
-    op: str = "sum", out: object = None, algorithm: str = "auto", segment: int = SEGMENT_COUNT,
-    stats: CommStats | None = None,
-) -> tuple:  # fmt: skip
-    """``hot.run``'s arguments after x and the codec, from ``allreduce``'s keywords."""
-    return op, out, algorithm, segment, stats
+def _settled(
+    eng: Engine, x: object, codec: object, op: str = "sum", out: object = None,
+    algorithm: str = "auto", segment: int = SEGMENT_COUNT, residual: object = None,
+    stats: CommStats | None = None, source: object = None, **params: object,
+) -> np.ndarray | None:  # fmt: skip
+    """A call through its kind's compiled plan, the caller holding the engine: the result,
+    or None where it is not taken (nothing was sent). One the compiled path hands back, with
+    the agreement made, finishes on the Python path (``hot.HandBack``)."""
+    if not _eligible(residual, source, params):
+        return None
+    got = hot.run(eng, x, codec, op, out, algorithm, segment, stats, feedback=residual)
+    if type(got) is hot.HandBack:
+        return _allreduce(
+            eng, eng.comm, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
+            residual=residual, stats=stats, settle=True, agreed=got.agreed,
+        )  # fmt: skip
+    return got
 
 
 def _allreduce(
@@ -328,20 +338,10 @@ def _settle(
     entry = auto.observed(eng).keys.get(choice.key)
     if entry is None or choice is not entry.raw:
         return
-
-    def redecide(
-        x: np.ndarray, out: np.ndarray, stats: CommStats | None, agreed: np.void | None,
-        feedback: ErrorFeedback | None,
-    ) -> np.ndarray:  # fmt: skip
-        return _allreduce(
-            eng, comm, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
-            residual=feedback, stats=stats, settle=True, agreed=agreed,
-        )  # fmt: skip
-
     label = call_label("allreduce", "auto", a.dtype, a.size, op)
     record = functools.partial(auto.record_settled, eng, a.nbytes)
     proof = raw_proof(spec.mode, spec.error_bound, comm.Get_size(), op == "mean", a.dtype)
-    hot.settle(eng, key, a, op == "mean", choice.key, label, record, entry, redecide, proof)
+    hot.settle(eng, key, a, op == "mean", choice.key, label, record, entry, proof)
 
 
 def _flat_plan(eng, comm, spec: CodecSpec, algorithm: str, a: np.ndarray, segment: int) -> Plan:

@@ -14,6 +14,8 @@ NONE = Capabilities(bounded=True, exact_sum=False, lossless=True)
 # codec="auto" (``pycomm.collectives.auto``): resolved to a concrete codec before it is used;
 # what it promises is its contract, the bound given (lossless without one).
 AUTO = "auto"
+#: What codec="auto" may send: raw, ebq at either level, or a cast.
+AUTO_CODECS = ("raw", "ebq", "fp16", "bf16")
 
 
 class CodecSpec:
@@ -143,3 +145,9 @@ def parse_auto(text: str) -> dict[str, Any]:
         return {"mode": parts[1], "error_bound": float(parts[2])}
     except ValueError:
         raise ValueError(f"{text!r}: the bound {parts[2]!r} is not a number") from None
+
+
+@functools.lru_cache(maxsize=256)
+def ebq_spec(spec: CodecSpec, name: str) -> CodecSpec:
+    """The ebq spec of an auto contract at level ``ebq_fast`` or ``ebq_dense``."""
+    return CodecSpec("ebq", **{**spec.options(), "level": name.removeprefix("ebq_")})

@@ -20,13 +20,13 @@ from _check import COMM, RANK, SIZE, everyone, same_everywhere  # noqa: E402
 from mpi_helpers import slowed  # noqa: E402
 
 import pycomm  # noqa: E402
-from pycomm.collectives import auto, auto_frames, calibration, frames, reduction  # noqa: E402
+from pycomm.collectives import auto, calibration, frames, reduction  # noqa: E402
 from pycomm.collectives.engine import engine_of  # noqa: E402
 
 # -- spies: the decision of every call, the codec of every frame received --
 decisions: list[str] = []
 received: list[str] = []
-_choice, _check, _any = auto.agreed_choice, frames.Expect.check, auto_frames.AnyFrame.check
+_choice, _check, _any = auto.agreed_choice, frames.Expect.check, frames.AnyFrame.check
 
 
 def spy_choice(*args, **kwargs):
@@ -47,7 +47,7 @@ def spy_any(self, frame, source):
 
 auto.agreed_choice = spy_choice
 frames.Expect.check = spy_check
-auto_frames.AnyFrame.check = spy_any
+frames.AnyFrame.check = spy_any
 
 LINK = engine_of(COMM).link
 SPEEDS = calibration.codec_speeds()

@@ -82,24 +82,38 @@ def check_mismatch_raises_everywhere() -> None:
 
 
 def check_invalid_argument_raises_everywhere() -> None:
-    """Settled, then rank 0's out overlaps x: a ValueError there, PeerArgumentError on the
-    others (which took the compiled path), nothing returned."""
+    """Settled, then rank 0's arguments are bad (out overlapping x, a non-contiguous x, a
+    read-only out): a ValueError there, PeerArgumentError on the others (which took the
+    compiled path), nothing returned, no rank left waiting."""
     x = np.ones(4000, np.float32)
-    pycomm.allreduce(x[:2000])
-    pycomm.allreduce(x[:2000])
-    python_path = []  # the Python path agrees through Engine.agree, the compiled one does not
-    ENG.agree = lambda *args, **kw: python_path.append(1) or type(ENG).agree(ENG, *args, **kw)
-    try:
-        pycomm.allreduce(x[:2000], out=x[1:2001] if RANK == 0 else None)
-    except pycomm.PeerArgumentError:
-        assert RANK != 0 and not python_path
-    except ValueError:
-        assert RANK == 0
-    else:
-        raise AssertionError(f"rank {RANK}: returned data from a call one rank got wrong")
-    finally:
-        del ENG.agree
-    same_everywhere(pycomm.allreduce(x[:2000]), "after an invalid argument")
+    readonly = np.zeros(2000, np.float32)
+    readonly.flags.writeable = False
+    bad = {
+        "overlapping out": dict(x=x[:2000], out=x[1:2001]),
+        "non-contiguous x": dict(x=x[::2], out=None),
+        "read-only out": dict(x=x[:2000], out=readonly),
+    }
+    for what, args in bad.items():
+        pycomm.allreduce(x[:2000])
+        pycomm.allreduce(x[:2000])
+        python_path: list[int] = []  # the Python path agrees through Engine.agree, C not
+        ENG.agree = lambda *a, seen=python_path, **kw: (
+            seen.append(1) or type(ENG).agree(ENG, *a, **kw)
+        )
+        try:
+            if RANK == 0:
+                pycomm.allreduce(args["x"], out=args["out"])
+            else:
+                pycomm.allreduce(x[:2000])
+        except pycomm.PeerArgumentError:
+            assert RANK != 0 and not python_path, what
+        except ValueError:
+            assert RANK == 0, what
+        else:
+            raise AssertionError(f"rank {RANK}: returned data though rank 0 passed a {what}")
+        finally:
+            del ENG.agree
+        same_everywhere(pycomm.allreduce(x[:2000]), f"after a {what}")
 
 
 def check_late_rank_waited_for() -> None:
@@ -153,10 +167,14 @@ def check_raw_measured_slower() -> None:
             pycomm.allreduce(x, codec=codec)
     ENG.link.pin(None)
     (entry,) = auto.observed(ENG).keys.values()
+    plan = entry.compiled
+    entry.reclaim()  # the Python side owns the key's state while it changes it
     times = entry.times()
     runner_up = min((n for n in times if n != "raw"), key=times.__getitem__)
     entry.samples[runner_up] = [1e-9] * len(entry.samples[runner_up])  # measured that fast
     entry.give_up = 1e-9
+    plan.adopt(entry.compiled_state())  # as settling again hands the plan the state
+    entry.compiled = plan
     before = compiled_calls()
     got = pycomm.allreduce(x, codec=codec)
     assert compiled_calls() == before, "raw kept on the compiled path"
