@@ -186,6 +186,35 @@ def local_figures(eng: Engine, key: int | None = None) -> Figures:
     return Figures(latency, per_byte, *costs, speeds["dense_share"], fast, dense, *over, bound)
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What one auto call's decision reads: the data and contract, the ranks, the key, where
+    the statistics come from, and the algorithm each candidate would run."""
+
+    eng: Engine
+    a: np.ndarray
+    spec: CodecSpec
+    op: str
+    ranks: int
+    key: int
+    ef: bool
+    algorithm_of: Callable[[CodecSpec], str]
+    source: Source | None
+    residual: np.ndarray | None
+
+    def statistics(self) -> tuple:
+        return local_statistics(self.a, self.spec, self.source, self.residual)
+
+    def figures(self) -> tuple:
+        return local_figures(self.eng, self.key).agreed_vector()
+
+    def contract(self, stats: list) -> tuple[float, float, float]:
+        """(the bound on the result, the largest |x|, the sum's error budget) from the
+        agreed statistics."""
+        bound, top = contract(self.spec, stats)
+        return bound, top, budget(bound, top, self.ranks, self.op == "mean", self.a.dtype)
+
+
 def agreed_choice(
     eng: Engine,
     comm: MPI.Comm,
@@ -207,96 +236,79 @@ def agreed_choice(
     out: the residual's size is not part of the proven bound); ``residual``: the host residual
     added to a before compression (the bound's statistics are those of a + residual).
 
-    The candidate a full decision on this key chose (raw only where a sum in the dtype kept
-    the bound with room to spare, ``RAW_MARGIN``) is kept for as long as the chooser says,
-    without this rank's figures and the model. Every call agrees, and the agreement carries
-    the key's state (``Chooser.token``): the kept candidate is taken only where every rank's
-    state is the same,
-    else every rank forgets the key and decides in full (a second agreement with the figures),
-    so no rank-local memory (a table emptied on one rank, a call that failed on one) can lead
-    ranks down different paths. The statistics are still agreed, and a kept candidate that
-    they no longer prove within the bound gives way to raw (``_kept``); a sum in the dtype
-    that could now exceed the bound, or overflow, is made in float64 instead. With an rms
-    bound loose enough to hold for any data (``cost.raw_within_rms``) a kept raw carries the
-    range alone, for the overflow test; with a bound relative to the range, or absolute, a
-    kept raw that the agreed statistics prove within the bound in the dtype returns the
-    entry's own ``raw`` too, and the compiled path (``hot``) takes the key on, with the
-    statistics computed in C. One rank takes raw at once: its "sum"
-    is its input, exact. ``agreed``: the first agreement, made already (by the compiled path,
-    ``hot``) and found to carry tokens that differ.
+    Every call agrees once, carrying the key's state (``Chooser.token``): a kept candidate is
+    taken only where every rank's state is the same, else every rank forgets the key and
+    decides in full in a second agreement; a kept pick that measured slower than the round's
+    runner-up gives way there too. A kept candidate still needs this call's agreed statistics
+    to prove it (``_kept``); a kept raw summed in the dtype returns the entry's own ``raw``,
+    which the compiled path (``hot``) may take on. One rank takes raw at once (its "sum" is
+    its input, exact). ``agreed``: the first agreement, made already by the compiled path.
     """
-    sig = key = spec.signature(what, a.dtype.str, a.size, op, *extra)  # the settings digest
-    ranks = comm.Get_size()
+    key = spec.signature(what, a.dtype.str, a.size, op, *extra)  # the settings digest
     label = call_label(what, "auto", a.dtype, a.size, op)
+    ranks = comm.Get_size()
     if spec.lossless or a.size == 0 or ranks < 2:  # one rank: the "sum" is x itself, exact
-        eng.agree(label, sig)
+        eng.agree(label, key)
         return Choice("raw", NONE, None, key)
-    seen = observed(eng)
-    entry = seen.key(key, label=label)
+    call = _Call(eng, a, spec, op, ranks, key, ef, algorithm_of, source, residual)
+    entry = observed(eng).key(key, label=label)
     entry.reclaim()
-    kept, token = entry.current(), entry.token()
-    figures: tuple = ()
-    # a kept raw that an rms bound keeps for any data has only overflow left to prove: the
-    # range, as the compiled path carries it (``cost.raw_proof``)
+    kept = entry.current()
+    # a kept raw that an rms bound keeps for any data has only overflow left to prove
     any_data = kept == "raw" and spec.mode == "rms" and raw_within_rms(
         spec.error_bound, a.size, ranks, op == "mean", a.dtype
     )  # fmt: skip
-    if any_data:
-        stats = local_range(a, source, residual)
-    else:
-        stats = local_statistics(a, spec, source, residual)
-        figures = () if kept else local_figures(eng, key).agreed_vector()
-    # the last call's time if it was a trial; a kept pick's recent calls' (``Knobs.strikes``)
-    elapsed = entry.elapsed if entry.trying else entry.kept_time() if kept else 0.0
     if agreed is None:
-        agreed = eng.agree(
-            label, sig, token=token, neg_token=-token, elapsed=elapsed, statistics=stats,
-            figures=figures,
-        )  # fmt: skip
-    slowest = float(agreed["elapsed"])
-    differ = agreed["token"] != -agreed["neg_token"]
-    if differ or (kept and slowest > entry.give_up):
-        if differ:  # the ranks remember this key differently: all decide afresh
-            entry.forget()
-        else:  # the kept pick measured slower than the round's runner-up: decide again
-            entry.slower(slowest)
-        if any_data:
-            stats = local_statistics(a, spec, source, residual)
-        figures = local_figures(eng, key).agreed_vector()
-        agreed = eng.agree(label, sig, statistics=stats, figures=figures)
+        agreed = eng.agree(label, key, **_sent(call, entry, kept, any_data))
+    if _decide_again(entry, kept, agreed):
+        agreed = eng.agree(label, key, statistics=call.statistics(), figures=call.figures())
     elif kept:
         entry.since += 1
-        hi, neg_lo = agreed["statistics"].tolist()
-        if any_data:  # summed in the dtype unless its partial sums could overflow it
-            if ranks * max(abs(hi), abs(neg_lo)) <= largest(a.dtype):
-                return entry.raw
-            return Choice("raw", ebq_spec(spec, "ebq_fast"), None, key)
-        choice = _kept(kept, spec, (hi, neg_lo), ranks, op, a, key, entry, algorithm_of)
-        if kept == "raw" and choice.spec is NONE and spec.mode != "rms":
-            return entry.raw  # summed in the dtype: the compiled path may take the key
-        return choice
+        return _kept(call, entry, kept, any_data, agreed["statistics"].tolist())
     elif entry.trying:
-        entry.measured(entry.trying, slowest)
-    statistics, figures = agreed["statistics"].tolist(), agreed["figures"].tolist()
-    return _decide(eng, comm, a, spec, op, key, statistics, figures, ef, algorithm_of, entry)
+        entry.measured(entry.trying, float(agreed["elapsed"]))
+    return _decide(call, entry, agreed["statistics"].tolist(), agreed["figures"].tolist())
 
 
-def _decide(
-    eng: Engine, comm: MPI.Comm, a: np.ndarray, spec: CodecSpec, op: str, key: int,
-    agreed: list, agreed_figures: list, ef: bool, algorithm_of: Callable[[CodecSpec], str],
-    entry: Seen,
-) -> Choice:  # fmt: skip
+def _sent(call: _Call, entry: Seen, kept: str | None, any_data: bool) -> dict:
+    """What this rank puts in the agreement: the key's state, the last trial's time or the
+    kept pick's recent calls', the statistics (only the range, for ``any_data``) and, where
+    a full decision is due, this rank's figures."""
+    token = entry.token()
+    elapsed = entry.elapsed if entry.trying else entry.kept_time() if kept else 0.0
+    if any_data:
+        stats, figures = local_range(call.a, call.source, call.residual), ()
+    else:
+        stats, figures = call.statistics(), () if kept else call.figures()
+    return dict(token=token, neg_token=-token, elapsed=elapsed, statistics=stats, figures=figures)
+
+
+def _decide_again(entry: Seen, kept: str | None, agreed: np.void) -> bool:
+    """Whether the agreement calls for a full decision in a second one: the ranks remember
+    the key differently (all forget it), or the kept pick measured slower than the round's
+    runner-up (it gives way)."""
+    if agreed["token"] != -agreed["neg_token"]:
+        entry.forget()
+        return True
+    slowest = float(agreed["elapsed"])
+    if kept and slowest > entry.give_up:
+        entry.slower(slowest)
+        return True
+    return False
+
+
+def _decide(call: _Call, entry: Seen, stats: list, figures: list) -> Choice:
     """A full decision from the agreed statistics and figures (the same on every rank)."""
-    seen, ranks, mean = observed(eng), comm.Get_size(), op == "mean"
-    bound, top = contract(spec, agreed)
-    limit = budget(bound, top, ranks, mean, a.dtype)
-    fig = seen.agreed = Figures.from_agreed(agreed_figures)
-    levels = {name: final_kwargs(ebq_spec(spec, name), agreed, ranks, op, a) for name in LEVELS}
+    a, spec, ranks, key = call.a, call.spec, call.ranks, call.key
+    bound, top, limit = call.contract(stats)
+    fig = observed(call.eng).agreed = Figures.from_agreed(figures)
+    levels = {n: final_kwargs(ebq_spec(spec, n), stats, ranks, call.op, a) for n in LEVELS}
+    fast = levels["ebq_fast"]
     ranking = ranked(
-        fig, count=a.size, dtype=a.dtype, ranks=ranks, mean=mean, bound=bound, top=top,
-        rank_bound=None if levels["ebq_fast"] is None else levels["ebq_fast"]["error_bound"],
-        casts=not ef and a.dtype == np.float32,
-        algorithm_of=lambda name: algorithm_of(spec_of(spec, name)),
+        fig, count=a.size, dtype=a.dtype, ranks=ranks, mean=call.op == "mean", bound=bound,
+        top=top, rank_bound=None if fast is None else fast["error_bound"],
+        casts=not call.ef and a.dtype == np.float32,
+        algorithm_of=lambda name: call.algorithm_of(spec_of(spec, name)),
     )  # fmt: skip
     if entry.kept is not None:  # a kept candidate's calls are over: measure afresh
         entry.new_round(())
@@ -336,26 +348,31 @@ def _raw(spec: CodecSpec, top: float, ranks: int, dtype: np.dtype, limit: float,
     return Choice("raw", ebq_spec(spec, "ebq_fast") if wide else NONE, None, key)
 
 
-def _kept(
-    name: str, spec: CodecSpec, agreed: list, ranks: int, op: str, a: np.ndarray, key: int,
-    entry: Seen, algorithm_of: Callable[[CodecSpec], str],
-) -> Choice:  # fmt: skip
+def _kept(call: _Call, entry: Seen, name: str, any_data: bool, stats: list) -> Choice:
     """The kept candidate without figures or model, where this call's agreed statistics
     still prove its bound (ebq: a per-rank bound exists; a cast: ``cast_error`` of the
-    algorithm that will run within the budget); else raw, and the next call decides in full.
-    Agreed values only: the same on every rank."""
-    bound, top = contract(spec, agreed)
-    limit = budget(bound, top, ranks, op == "mean", a.dtype)
+    algorithm that will run within the budget; raw: a sum in the dtype keeps it and cannot
+    overflow, else it is summed wide); else raw, and the next call decides in full. A raw in
+    the dtype is the entry's own ``raw`` choice, which the compiled path may take on. Agreed
+    values only: the same on every rank."""
+    a, spec, ranks, key = call.a, call.spec, call.ranks, call.key
+    if any_data:  # (max, -min): summed in the dtype unless its partial sums could overflow
+        if ranks * max(abs(stats[0]), abs(stats[1])) <= largest(a.dtype):
+            return entry.raw
+        return Choice("raw", ebq_spec(spec, "ebq_fast"), None, key)
+    _, top, limit = call.contract(stats)
     if name in LEVELS:
-        kw = final_kwargs(ebq_spec(spec, name), agreed, ranks, op, a)
+        kw = final_kwargs(ebq_spec(spec, name), stats, ranks, call.op, a)
         if kw is not None:
             return Choice(name, ebq_spec(spec, name), kw, key)
     elif name in CASTS:
-        if cast_proven(name, top, ranks, a.dtype, algorithm_of(CASTS[name]), limit):
+        if cast_proven(name, top, ranks, a.dtype, call.algorithm_of(CASTS[name]), limit):
             return Choice(name, CASTS[name], CASTS[name].codec_kwargs(), key)
     if name != "raw":  # and the next full decision's pick counts as new
         entry.kept = entry.last = None
-    return _raw(spec, top, ranks, a.dtype, limit, key)
+    choice = _raw(spec, top, ranks, a.dtype, limit, key)
+    in_dtype = name == "raw" and choice.spec is NONE and spec.mode != "rms"
+    return entry.raw if in_dtype else choice
 
 
 def ran(eng: Engine, choice: Choice, seconds: float) -> None:

@@ -11,13 +11,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pycomm.chooser import KNOBS
 from pycomm.collectives.bound import largest, unit_roundoff
 from pycomm.collectives.link import exchange_rounds, moved_bytes
 from pycomm.collectives.spec import AUTO_CODECS
 
 CANDIDATES = ("raw", "fp16", "bf16", "ebq_fast", "ebq_dense")
-#: A compressed codec is chosen only if predicted faster than raw by this factor.
-MARGIN = 0.9
+#: A compressed codec is chosen only if predicted faster than raw by this factor (the
+#: chooser's own margin for measured times).
+MARGIN = KNOBS["codec"].margin
 #: Unit roundoff of each cast, and half the spacing of its subnormals (the absolute floor).
 CAST_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
 CAST_FLOOR = {"fp16": 2.0**-25, "bf16": 2.0**-134}
