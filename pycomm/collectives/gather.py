@@ -14,7 +14,7 @@ from pycomm.collectives.engine import Engine, engine_of
 from pycomm.collectives.frames import Expect, allgather_frames
 from pycomm.collectives.requests import Request
 from pycomm.collectives.spec import CodecSpec, make_spec
-from pycomm.collectives.stats import CommStats
+from pycomm.collectives.stats import CommStats, check_stats
 from pycomm.collectives.waits import SettingsMismatchError
 
 
@@ -79,9 +79,9 @@ def _allgather(
     **params: object,
 ) -> np.ndarray:
     t0 = time.perf_counter()
-    stats = CommStats() if stats is None else stats
     size = comm.Get_size()
     try:
+        check_stats(stats)
         spec = make_spec(codec, **params)
         a = as_array(x)
         res = np.empty((size, a.size), a.dtype) if out is None else as_array(out, writable=True)
@@ -90,6 +90,7 @@ def _allgather(
         res = res.reshape(size, a.size)
     except (TypeError, ValueError) as exc:
         eng.agree_failed("allgather", exc)
+    stats = CommStats() if stats is None else stats
     if spec.auto:
         spec = auto_frames.agreed_gather_choice(eng, comm, a, spec, "allgather").spec
     else:
@@ -123,14 +124,15 @@ def _bcast(
     stats: CommStats | None = None,
     **params: object,
 ) -> np.ndarray:
-    stats = CommStats() if stats is None else stats
     try:
+        check_stats(stats)
         spec = make_spec(codec, **params)
         a = as_array(x, writable=True)
         if not 0 <= root < comm.Get_size():
             raise ValueError(f"root {root} is not a rank of a communicator of {comm.Get_size()}")
     except (TypeError, ValueError) as exc:
         eng.agree_failed("bcast", exc)
+    stats = CommStats() if stats is None else stats
     if spec.auto:
         spec = auto_frames.agreed_gather_choice(eng, comm, a, spec, "bcast", root=root).spec
     else:

@@ -29,6 +29,7 @@ from mpi4py import MPI
 from pycomm.collectives.buffers import as_array
 from pycomm.collectives.engine import Engine
 from pycomm.collectives.link import MIN_SAMPLE_BYTES, SAMPLING
+from pycomm.collectives.stats import CommStats
 from pycomm.collectives.waits import PATIENT_SPIN_S
 
 
@@ -86,6 +87,8 @@ def run(
         if out is not None and not (type(out) is np.ndarray and out.ndim == 1):
             out = as_array(out, writable=True)
         if feedback is not None and not _zero_like(feedback, a):
+            return None
+        if stats is not None and type(stats) is not CommStats:  # the Python path raises
             return None
         kind = (codec, op, algorithm, segment, a.dtype, a.size, feedback is not None)
         plan = eng.settled.get(kind)

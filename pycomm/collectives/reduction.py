@@ -43,7 +43,7 @@ from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Ring, host_framer
 from pycomm.collectives.source import Source
 from pycomm.collectives.spec import CodecSpec, make_spec
-from pycomm.collectives.stats import CommStats
+from pycomm.collectives.stats import CommStats, check_stats
 from pycomm.collectives.twophase import TwoPhase
 
 
@@ -174,7 +174,7 @@ def _allreduce(
     and needs no statistics keeps its kind for the compiled path (``hot``); ``agreed``: the
     compiled path made the first agreement (``auto.agreed_choice``)."""
     t0, agreeing = time.perf_counter(), eng.agreed_s
-    call = _checked(eng, x, codec, op, out, algorithm, residual, source, params)
+    call = _checked(eng, x, codec, op, out, algorithm, residual, stats, source, params)
     stats = CommStats() if stats is None else stats
     choice, spec, kw, plan = _resolved(eng, comm, call, op, algorithm, segment, agreed)
     if call.feedback is not None:  # known zero after this call only where it empties it
@@ -235,10 +235,11 @@ class _Call:
 
 def _checked(
     eng: Engine, x: object, codec: object, op: str, out: object, algorithm: str,
-    residual: object, source: Source | None, params: dict,
+    residual: object, stats: object, source: Source | None, params: dict,
 ) -> _Call:  # fmt: skip
     """The arguments, checked; an invalid one raises here and on every other rank."""
     try:
+        check_stats(stats)
         spec = make_spec(codec, **params)
         a = as_array(x)
         check_reducible(a)
@@ -329,7 +330,7 @@ def _settle(
     kind of its own (auto's key counts the residual too)."""
     a, spec = call.a, call.spec
     key = (codec, op, algorithm, segment, a.dtype, a.size, call.host_worker)
-    what = ("allreduce", a.dtype.str, a.size, op, algorithm, False, segment)
+    what = ("allreduce", a.dtype.str, a.size, op, algorithm, call.ef, segment)  # as agreed
     if choice is None:
         label = call_label("allreduce", spec.codec, a.dtype, a.size, op)
         record = functools.partial(hot.record_link, eng, a.nbytes)
@@ -402,7 +403,7 @@ def _reduce_scatter(
     """The Python path of ``reduce_scatter``, in ``_allreduce``'s steps: the arguments, the
     choice (in the agreement), the exchange, the statistics."""
     t0, agreeing = time.perf_counter(), eng.agreed_s
-    call = _scatter_checked(eng, comm, x, codec, op, out, residual, params)
+    call = _scatter_checked(eng, comm, x, codec, op, out, residual, stats, params)
     stats = CommStats() if stats is None else stats
     choice, spec, kw = _scatter_resolved(eng, comm, call, op)
     if kw is None:
@@ -415,12 +416,13 @@ def _reduce_scatter(
 
 def _scatter_checked(
     eng: Engine, comm: MPI.Comm, x: object, codec: object, op: str, out: object,
-    residual: object, params: dict,
+    residual: object, stats: object, params: dict,
 ) -> _Call:  # fmt: skip
     """A reduce_scatter's arguments, checked (an invalid one raises here and on every other
     rank): ``res`` is this rank's block, the residual a plain array (no ``ErrorFeedback``)."""
     size = comm.Get_size()
     try:
+        check_stats(stats)
         spec = make_spec(codec, **params)
         a = as_array(x)
         check_reducible(a)

@@ -50,3 +50,10 @@ class CommStats:
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
+
+
+def check_stats(stats: object) -> None:
+    """A call's ``stats`` argument: a CommStats or None (checked with its other arguments, so
+    a wrong one raises on every rank)."""
+    if stats is not None and not isinstance(stats, CommStats):
+        raise TypeError(f"stats must be a pycomm.CommStats or None, not {type(stats).__name__}")

@@ -50,3 +50,11 @@ def test_overflow(ranks: int) -> None:
     """Data near the dtype's largest value, first and on kept keys, every mode and op."""
     out = run_mpi(SCRIPTS / "check_overflow.py", ranks, timeout=200)
     assert "overflow: passed" in out, out
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_bad_arguments_on_one_rank(ranks: int) -> None:
+    """Non-contiguous, read-only, wrong-dtype, wrong-size and foreign x, out, residual and stats
+    on one rank, on the Python and the compiled paths: every rank raises in the same call."""
+    out = run_mpi(SCRIPTS / "check_arguments.py", ranks, timeout=200)
+    assert "arguments: passed" in out, out
