@@ -169,6 +169,17 @@ def observed(eng: Engine) -> Observed:
     return got
 
 
+def forget(eng: Engine) -> None:
+    """Forget what auto learned on eng: every key (its compiled plan retired with it, so no
+    call runs on what was forgotten) and the figures."""
+    seen = eng.observed
+    if seen is not None:
+        for table in (seen.keys, seen.sends):
+            for entry in table.values():
+                entry.reclaim()
+    eng.observed = None
+
+
 def local_figures(eng: Engine, key: int | None = None) -> Figures:
     """This rank's figures: its link's, its codecs' (measured in its own calls, else the
     calibration's) and, for key, the ratios its last frames reached."""

@@ -42,7 +42,7 @@ from pycomm.collectives.plan import (
 from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Ring, host_framer
 from pycomm.collectives.source import Source
-from pycomm.collectives.spec import CodecSpec, make_spec
+from pycomm.collectives.spec import CodecSpec, make_spec, normal_spec
 from pycomm.collectives.stats import CommStats, check_stats
 from pycomm.collectives.twophase import TwoPhase
 
@@ -98,7 +98,7 @@ def allreduce(
         return _allreduce(
             eng, c, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
             residual=residual, stats=stats, source=source, **params,
-            settle=_eligible(residual, source, params),
+            settle=_eligible(residual, source),
         )  # fmt: skip
 
     return eng.run(job, "allreduce")
@@ -115,22 +115,19 @@ def iallreduce(
         done = _settled(eng, x, codec, **kwargs) if eng.settled else None
         if done is not None:
             return done
-        settle = _eligible(kwargs.get("residual"), kwargs.get("source"), kwargs.keys() - ARGS)
+        settle = _eligible(kwargs.get("residual"), kwargs.get("source"))
         return _allreduce(eng, c, x, codec, **kwargs, settle=settle)
 
     return eng.submit(job)
 
 
-#: ``allreduce``'s keywords besides the codec's parameters.
-ARGS = {"op", "out", "algorithm", "segment", "residual", "stats", "source"}
-
-
-def _eligible(residual: object, source: object, params: object) -> bool:
-    """The compiled path's one rule: a call without a source or codec parameters whose
-    residual is none or an ``ErrorFeedback`` (an uncompressed call empties its worker
-    residual, so the calls of a kind that settled on going raw find it holding zeros, and leave
-    it so: ``hot.run``) may settle its kind, and take it once settled."""
-    return source is None and not params and (residual is None or type(residual) is ErrorFeedback)
+def _eligible(residual: object, source: object) -> bool:
+    """The compiled path's one rule: a call without a source whose residual is none or an
+    ``ErrorFeedback`` (an uncompressed call empties its worker residual, so the calls of a
+    kind that settled on going raw find it holding zeros, and leave it so: ``hot.run``) may
+    settle its kind, and take it once settled. Its kind names the normalised spec, so every
+    spelling of one request takes the same path."""
+    return source is None and (residual is None or type(residual) is ErrorFeedback)
 
 
 def _settled(
@@ -141,12 +138,16 @@ def _settled(
     """A call through its kind's compiled plan, the caller holding the engine: the result,
     or None where it is not taken (nothing was sent). One the compiled path hands back, with
     the agreement made, finishes on the Python path (``hot.HandBack``)."""
-    if not _eligible(residual, source, params):
+    if not _eligible(residual, source):
         return None
-    got = hot.run(eng, x, codec, op, out, algorithm, segment, stats, feedback=residual)
+    try:
+        spec = normal_spec(codec, params)
+    except (TypeError, ValueError):  # the Python path raises, on every rank
+        return None
+    got = hot.run(eng, x, spec, op, out, algorithm, segment, stats, feedback=residual)
     if type(got) is hot.HandBack:
         return _allreduce(
-            eng, eng.comm, x, codec, op=op, out=out, algorithm=algorithm, segment=segment,
+            eng, eng.comm, x, spec, op=op, out=out, algorithm=algorithm, segment=segment,
             residual=residual, stats=stats, settle=True, agreed=got.agreed,
         )  # fmt: skip
     return got
@@ -190,7 +191,7 @@ def _allreduce(
         else:  # the link's sample and auto's overhead, from some of a key's many calls
             auto.record_raw(eng, reduced, time.perf_counter() - t1)
         if settle and (call.err is None or call.host_worker) and reduced == call.a.nbytes:
-            _settle(eng, comm, codec, call, op, algorithm, segment, choice)
+            _settle(eng, comm, call, op, algorithm, segment, choice)
     else:
         framed, compressing = stats.frame_bytes, stats.compress_seconds
         _compressed(eng, comm, call, spec, kw, plan, op, segment, stats)
@@ -320,16 +321,17 @@ def _compressed(
 
 
 def _settle(
-    eng: Engine, comm: MPI.Comm, codec: object, call: _Call, op: str, algorithm: str,
-    segment: int, choice: auto.Choice | None,
+    eng: Engine, comm: MPI.Comm, call: _Call, op: str, algorithm: str, segment: int,
+    choice: auto.Choice | None,
 ) -> None:  # fmt: skip
     """After an uncompressed call summed in the dtype (``plain``): keep its kind for the
     compiled path, codec="none" always, codec="auto" where the key keeps raw summed in the
     dtype (its entry's own ``raw`` choice), with the test of the bound on the agreed range
-    (``cost.raw_proof``; for rms, the test against overflow). A call with an ``ErrorFeedback`` is a
-    kind of its own (auto's key counts the residual too)."""
+    (``cost.raw_proof``; for rms, the test against overflow). The kind names the call's
+    spec (every spelling of a request alike); a call with an ``ErrorFeedback`` is a kind of
+    its own (auto's key counts the residual too)."""
     a, spec = call.a, call.spec
-    key = (codec, op, algorithm, segment, a.dtype, a.size, call.host_worker)
+    key = (spec, op, algorithm, segment, a.dtype, a.size, call.host_worker)
     what = ("allreduce", a.dtype.str, a.size, op, algorithm, call.ef, segment)  # as agreed
     if choice is None:
         label = call_label("allreduce", spec.codec, a.dtype, a.size, op)

@@ -128,6 +128,22 @@ def make_spec(codec: str | CodecSpec | None, **options: Any) -> CodecSpec:
     return CodecSpec(codec or "none", **options)
 
 
+def normal_spec(codec: str | CodecSpec | None, options: dict[str, Any]) -> CodecSpec:
+    """``make_spec``, made once per spelling: every spelling of one request (a name and
+    keywords, ``auto:MODE:BOUND``, a CodecSpec) gives one spec, and so one key and one path."""
+    if type(codec) is CodecSpec and not options:
+        return codec
+    try:
+        return _normal(codec, tuple(options.items()))
+    except TypeError:  # an unhashable option value: made, not cached
+        return make_spec(codec, **options)
+
+
+@functools.lru_cache(maxsize=256)
+def _normal(codec: str | None, options: tuple) -> CodecSpec:
+    return make_spec(codec, **dict(options))
+
+
 @functools.lru_cache(maxsize=64)
 def _auto_spec(text: str) -> CodecSpec:
     return CodecSpec(AUTO, **parse_auto(text))  # cached: a job passes the same few strings

@@ -29,6 +29,7 @@ from mpi4py import MPI
 
 import pycomm
 from pycomm.collectives.buffers import all_finite
+from pycomm.collectives.spec import make_spec
 from pycomm.distributed import staging
 
 WIDE = (torch.float32, torch.float64)
@@ -75,7 +76,7 @@ class CompressHookState:
         if codec == "ebq":
             params.setdefault("error_bound", 1e-4)
             params.setdefault("mode", "rel")
-        self.codec = pycomm.CodecSpec(codec=codec, **params)  # checks the settings now
+        self.codec = make_spec(codec, **params)  # any spelling pycomm.allreduce takes; checked
         self.params = params
         self.error_feedback = error_feedback
         self.start_compress_step = start_compress_step

@@ -198,6 +198,30 @@ def test_ebq_add_sums_within_both_bounds(dtype, la, pa, lb, pb):
     assert bytes(view) == bytes(s)
 
 
+EDGES = [0, 31, 32, 63, 64, 4095, 4096, 4097, 2 * 4096 + 4]  # blocks of 32, dense chunks of 4096
+
+
+@pytest.mark.parametrize("level", ["fast", "dense"])
+@pytest.mark.parametrize("edge", EDGES)
+def test_ebq_add_keeps_outliers_at_every_block_edge(level, edge):
+    """An outlier (Inf, or a value the grid cannot meet, carried exactly) at a block's or a
+    chunk's first or last element, in one frame or both: the sum holds it exactly (IEEE), and
+    its neighbours keep the bound."""
+    n = EDGES[-1] + 1
+    rng = np.random.default_rng(edge)
+    xa, xb = rng.standard_normal(n), rng.standard_normal(n)
+    xa[edge], xb[edge] = 1e30, -np.inf  # both frames carry one here
+    other = EDGES[(EDGES.index(edge) + 1) % len(EDGES)]
+    xb[other] = 3e29  # one frame only
+    fa, fb = ebq(xa, 1e-3, level=level), ebq(xb, 1e-3, level=level)
+    y = pycodecs.decompress(pycodecs.ebq_add(fa, fb))
+    want = xa + xb
+    assert y[edge] == -np.inf and y[other] == want[other]
+    rest = np.ones(n, bool)
+    rest[[edge, other]] = False
+    assert np.all(np.abs(y[rest] - want[rest]) <= 2e-3 * (1 + 1e-12))
+
+
 def test_ebq_add_chain_matches_single_sum():
     xs = [np.random.default_rng(s).standard_normal(500) for s in range(4)]
     frames = [ebq(x, 1e-4) for x in xs]

@@ -51,6 +51,9 @@ def train(state: CompressHookState) -> tuple[list[float], torch.nn.Module, int]:
             skipped += 1
             assert step in BAD_STEPS, f"step {step} counted as non-finite"
             assert state.stats.nonfinite == before + 1, "one bucket holds the bad gradient"
+        if step in BAD_STEPS and state.error_feedback:  # exact: the bad bucket's is emptied
+            kept = state.residuals_by_name(list(model.named_parameters()))["params"]
+            assert not np.asarray(kept["2.weight"]).any(), f"step {step}: residual not reset"
         for r in state.residuals.values():
             assert np.isfinite(r.worker).all(), f"step {step}: residual poisoned"
             assert all(np.isfinite(s).all() for s in r.server.values()), step

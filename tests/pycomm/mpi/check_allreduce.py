@@ -55,6 +55,9 @@ def check_quantizer(codec, n, op, algorithm) -> None:
     if n:  # a loose sanity check: quantizers promise no bound
         scale = np.abs(everyone(x)).max() * SIZE
         assert max_error(y, exact) <= scale, f"{codec}: result unrelated to the input"
+    if op == "mean":  # exact: the mean is the sum of the same frames divided, bit for bit
+        total = pycomm.allreduce(x, codec=codec, algorithm=algorithm, **params(codec))
+        assert np.array_equal(y, total / np.float32(SIZE)), f"{codec} {algorithm}: mean != sum/N"
 
 
 def check_nonblocking() -> None:

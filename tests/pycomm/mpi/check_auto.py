@@ -62,7 +62,7 @@ SCENARIOS = {
 
 def set_scenario(name: str) -> None:
     """Pin this rank's figures (skewed across ranks on purpose); forget what auto learned."""
-    engine_of(COMM).observed = None
+    auto.forget(engine_of(COMM))
     latency, bandwidth, slower = SCENARIOS[name](RANK)
     LINK.pin(latency, bandwidth)
     speeds = {k: v * slower if k.startswith("ebq") else v for k, v in SPEEDS.items()}
@@ -250,12 +250,15 @@ def check_slower_pick_gives_way() -> None:
     assert kept not in ("raw", None), kept
     (entry,) = auto.observed(engine_of(COMM)).keys.values()
     assert entry.keep > auto.CODEC.strikes + 1, entry.keep
-    samples = entry.timed
+    samples, runner_up = entry.timed, entry.give_up
     with slowed(reduction, "run_segments", 0.05):
         now = kept_after(auto.CODEC.strikes + 1, x, "auto:rel:1e-3")
     assert now not in (kept, None), now
     assert entry.timed == samples, "timed the candidates again"
-    assert entry.times()[kept] >= 0.05, entry.times()
+    # its time is now what its calls took, past the runner-up's: at least 50 ms once its last
+    # calls were all slowed, less where a kept call before them already was (a busy machine
+    # made one slower than the runner-up, as test_auto_under_mpi[3] once met)
+    assert entry.times()[kept] > runner_up, (entry.times(), runner_up)
 
 
 def check_a_late_rank_is_not_a_slow_candidate() -> None:

@@ -158,7 +158,7 @@ def check_raw_measured_slower() -> None:
     than raw's calls take (alike on every rank, as an agreed trial would leave it): the next
     call hands back to Python with its agreement, every rank keeps the runner-up, the same
     bits everywhere, within the bound."""
-    ENG.observed = None  # what auto learned (the codecs measured slow above) forgotten
+    auto.forget(ENG)  # what auto learned (the codecs measured slow above) forgotten
     x = np.random.default_rng(RANK + 7).standard_normal(12_000).astype(np.float32)
     codec = "auto:rms:1e-2"
     ENG.link.pin(50e-6, 125e6)  # a slow link: the model has codecs tried
@@ -190,7 +190,7 @@ def check_feedback_on_the_compiled_path() -> None:
     empty; a residual that holds values goes to Python, which sends it along exactly and
     empties it; a call handed back (one rank forgot the key) gets the residual there; one
     rank's residual of the wrong size raises there, and on the others (compiled) too."""
-    ENG.observed = None
+    auto.forget(ENG)
     x = np.random.default_rng(RANK + 11).standard_normal(10_000).astype(np.float32)
     feedback, codec = pycomm.ErrorFeedback(np.zeros_like(x)), "auto:rms:1e-2"
     with slowed(reduction, "run_segments"):
@@ -265,6 +265,37 @@ def check_range_bound_leaves_the_dtype() -> None:
             assert compiled_calls() == before + 2, f"{codec}: not compiled again"
 
 
+def check_every_spelling_one_path() -> None:
+    """Every spelling of one request (a name and keywords, ``auto:MODE:BOUND``, a CodecSpec)
+    is one spec, one kind and one compiled plan: taken in turns once settled, never back on
+    the Python path. (Compressing is made 20 ms slower, so that raw is what auto keeps.)"""
+    x = np.random.default_rng(RANK + 3).standard_normal(7000).astype(np.float32)
+    spellings = {
+        "none": [
+            ("none", {}),
+            (None, {}),
+            (pycomm.CodecSpec(), {}),
+            (pycomm.CodecSpec("none"), {}),
+        ],
+        "auto": [
+            ("auto:rms:1e-2", {}),
+            ("auto", {"error_bound": 1e-2, "mode": "rms"}),
+            (pycomm.CodecSpec("auto", error_bound=1e-2, mode="rms"), {}),
+        ],
+    }
+    for what, ways in spellings.items():
+        ENG.settled.clear()
+        with slowed(reduction, "run_segments"):
+            for i in range(3 * auto.CODEC.keep):
+                codec, params = ways[i % len(ways)]
+                pycomm.allreduce(x, codec=codec, **params)
+        assert len(ENG.settled) == 1, (what, list(ENG.settled))
+        before = compiled_calls()
+        for codec, params in ways:
+            same_everywhere(pycomm.allreduce(x, codec=codec, **params), f"{what} {codec}")
+        assert compiled_calls() == before + len(ways), f"{what}: a spelling left the path"
+
+
 def check_status() -> None:
     assert hot.status().startswith("compiled for"), hot.status()
 
@@ -280,6 +311,7 @@ CHECKS = [
     check_raw_measured_slower,
     check_feedback_on_the_compiled_path,
     check_range_bound_leaves_the_dtype,
+    check_every_spelling_one_path,
 ]
 
 if __name__ == "__main__":
