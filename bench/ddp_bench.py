@@ -23,7 +23,7 @@ from mpi4py import MPI
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from pycomm.collectives import auto
+from pycomm.collectives import auto_state
 from pycomm.collectives.engine import engine_of
 from pycomm.distributed.hooks import CompressHookState, mpiucc_compress_hook
 
@@ -109,7 +109,7 @@ def run(name, hook, make_state, data, args) -> dict:
 def auto_picks(state: CompressHookState) -> str:
     """What auto keeps for each bucket's key, of the candidates its round tried, and their
     agreed times (ms)."""
-    seen = auto.observed(engine_of(state.communicator()))
+    seen = auto_state.observed(engine_of(state.communicator()))
     return "; ".join(
         f"{e.kept or e.last} of {', '.join(e.order)} "
         f"({', '.join(f'{n} {1e3 * t:.0f}' for n, t in e.times.items())})"

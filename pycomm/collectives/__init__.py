@@ -12,7 +12,7 @@ and ``waits``.
 # ruff: noqa: F401  (re-exports: __all__ is pycomm._exports, which pycomm reads too)
 
 from pycomm._exports import COLLECTIVES
-from pycomm.collectives.auto import choices
+from pycomm.collectives.auto_state import choices
 from pycomm.collectives.feedback import ErrorFeedback
 from pycomm.collectives.gather import allgather, bcast, iallgather, ibcast
 from pycomm.collectives.p2p import irecv, isend, recv, send

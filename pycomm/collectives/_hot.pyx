@@ -244,7 +244,7 @@ cdef class Allreduce:
                 _divide(ov.buf, self.count, self.ranks, self.is_double)
         if self.auto:
             self.since += 1
-            self._remember(_now() - t0 - agreeing)  # as ``auto.ran`` counts
+            self._remember(_now() - t0 - agreeing)  # as ``auto_state.ran`` counts
         self.calls += 1
         if self.record is not None and self.calls % self.sampling == 1 % self.sampling:
             self.record(t1 - t0, _now() - t1)

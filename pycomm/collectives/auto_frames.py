@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from pycomm.collectives.auto import NONE, Choice, local_figures, observed, spec_of
+from pycomm.collectives.auto import spec_of
+from pycomm.collectives.auto_state import NONE, Choice, local_figures, observed
 from pycomm.collectives.buffers import finite_min_max, finite_top_rms
 from pycomm.collectives.cost import Figures, choose_frame
 from pycomm.collectives.engine import Engine

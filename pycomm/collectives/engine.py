@@ -86,7 +86,7 @@ class Engine:
         self._wire: ThreadPoolExecutor | None = None
         self.link = Link(comm.Get_size())  # latency and bandwidth, measured as it runs
         self.agreed_s = 0.0  # seconds spent in agreements so far (``agree``), waits included
-        self.observed: Any = None  # what codec="auto" learned here (auto.Observed), on first use
+        self.observed: Any = None  # what codec="auto" learned here (auto_state.Observed)
         self.settled: dict[tuple, Any] = {}  # the compiled path's plans (``hot``), by kind of call
         # State other layers tie to this communicator (pycomm.ucc's team), and what closes it.
         self.attached: dict[str, Any] = {}

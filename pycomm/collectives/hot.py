@@ -117,7 +117,7 @@ def settle(
 ) -> None:  # fmt: skip
     """Keep the compiled plan of the kind of call ``key`` (``run``'s): a's dtype and size, the
     agreement's digest and label, what records a sampled call's times (``record(agreement's
-    seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto.Seen``), whose
+    seconds, data's seconds)``) and, for codec="auto", the key's entry (``auto_state.Seen``), whose
     chooser state the plan copies and counts on alone until the Python path reclaims it, and
     the test of the agreed range (``cost.raw_proof``: the agreement then carries this rank's
     max and -min, computed in C)."""

@@ -18,7 +18,7 @@ import numpy as np
 import pycodecs
 from mpi4py import MPI
 
-from pycomm.collectives import auto, hierarchy, hot, plain
+from pycomm.collectives import auto, auto_state, hierarchy, hot, plain
 from pycomm.collectives.bound import agreed_kwargs, call_label
 from pycomm.collectives.buffers import (
     as_array,
@@ -189,7 +189,7 @@ def _allreduce(
         if choice is None:
             eng.link.add_transfer("raw", reduced, time.perf_counter() - t1)
         else:  # the link's sample and auto's overhead, from some of a key's many calls
-            auto.record_raw(eng, reduced, time.perf_counter() - t1)
+            auto_state.record_raw(eng, reduced, time.perf_counter() - t1)
         if settle and (call.err is None or call.host_worker) and reduced == call.a.nbytes:
             _settle(eng, comm, call, op, algorithm, segment, choice)
     else:
@@ -198,19 +198,21 @@ def _allreduce(
         if choice is not None:  # what this call teaches auto: ratio, codec cost, overhead
             framed, compressing = stats.frame_bytes - framed, stats.compress_seconds - compressing
             elapsed = time.perf_counter() - t1
-            auto.record(eng, choice, call.a.nbytes, framed, compressing, elapsed, plan.cost_name)
+            auto_state.record(
+                eng, choice, call.a.nbytes, framed, compressing, elapsed, plan.cost_name
+            )
     _accounted(eng, choice, call, stats, t0, agreeing)
     return call.res
 
 
 def _accounted(
-    eng: Engine, choice: auto.Choice | None, call: _Call, stats: CommStats, t0: float,
+    eng: Engine, choice: auto_state.Choice | None, call: _Call, stats: CommStats, t0: float,
     agreeing: float,
 ) -> None:  # fmt: skip
     """A finished call's time: auto's (its own work, all but waiting in its agreements for
     the others) and the statistics'."""
     if choice is not None:
-        auto.ran(eng, choice, time.perf_counter() - t0 - (eng.agreed_s - agreeing))
+        auto_state.ran(eng, choice, time.perf_counter() - t0 - (eng.agreed_s - agreeing))
     stats.calls += 1
     stats.raw_bytes += call.a.nbytes
     stats.total_seconds += time.perf_counter() - t0
@@ -267,7 +269,7 @@ def _checked(
 def _resolved(
     eng: Engine, comm: MPI.Comm, call: _Call, op: str, algorithm: str, segment: int,
     agreed: np.void | None,
-) -> tuple[auto.Choice | None, CodecSpec, dict | None, Plan | None]:  # fmt: skip
+) -> tuple[auto_state.Choice | None, CodecSpec, dict | None, Plan | None]:  # fmt: skip
     """The agreement and what it decides: auto's choice (None for a given codec), the codec
     that runs, its pycodecs keywords (None: uncompressed) and the plan."""
     spec, a, ef = call.spec, call.a, call.ef
@@ -322,7 +324,7 @@ def _compressed(
 
 def _settle(
     eng: Engine, comm: MPI.Comm, call: _Call, op: str, algorithm: str, segment: int,
-    choice: auto.Choice | None,
+    choice: auto_state.Choice | None,
 ) -> None:  # fmt: skip
     """After an uncompressed call summed in the dtype (``plain``): keep its kind for the
     compiled path, codec="none" always, codec="auto" where the key keeps raw summed in the
@@ -338,11 +340,11 @@ def _settle(
         record = functools.partial(hot.record_link, eng, a.nbytes)
         hot.settle(eng, key, a, op == "mean", spec.signature(*what), label, record)
         return
-    entry = auto.observed(eng).keys.get(choice.key)
+    entry = auto_state.observed(eng).keys.get(choice.key)
     if entry is None or choice is not entry.raw:
         return
     label = call_label("allreduce", "auto", a.dtype, a.size, op)
-    record = functools.partial(auto.record_settled, eng, a.nbytes)
+    record = functools.partial(auto_state.record_settled, eng, a.nbytes)
     proof = raw_proof(spec.mode, spec.error_bound, comm.Get_size(), op == "mean", a.dtype)
     hot.settle(eng, key, a, op == "mean", choice.key, label, record, entry, proof)
 
@@ -445,7 +447,7 @@ def _scatter_checked(
 
 def _scatter_resolved(
     eng: Engine, comm: MPI.Comm, call: _Call, op: str
-) -> tuple[auto.Choice | None, CodecSpec, dict | None]:
+) -> tuple[auto_state.Choice | None, CodecSpec, dict | None]:
     """The agreement and what it decides, as ``_resolved``: auto's choice (None for a given
     codec), the codec that runs and its pycodecs keywords (None: uncompressed). The codec
     fixes the algorithm (``_scatter_algorithm``)."""

@@ -33,7 +33,7 @@ def test_matrix(ranks: int, nodes: tuple[int, ...], monkeypatch: pytest.MonkeyPa
 
 
 def test_settled_keys() -> None:
-    """An invalid argument on one rank of a settled key, and keys past auto.MAX_KEYS."""
+    """An invalid argument on one rank of a settled key, and keys past auto_state.MAX_KEYS."""
     assert "settled: 3 ranks, 0 failed; passed" in run_mpi(
         SCRIPTS / "check_settled.py", 3, timeout=200
     )

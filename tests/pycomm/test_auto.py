@@ -357,23 +357,23 @@ def lone_engine(bytes_per_s: float):
 
 def decide(eng, x: np.ndarray, contract: str, times: dict | None = None):
     """One call's choice; ``times``: the seconds each candidate's exchange then takes
-    (default: raw 1 s, any other 0.1 s), as the call would time it (``auto.ran``)."""
-    from pycomm.collectives import auto
+    (default: raw 1 s, any other 0.1 s), as the call would time it (``auto_state.ran``)."""
+    from pycomm.collectives import auto, auto_state
 
     choice = auto.agreed_choice(
         eng, TwoRanks(), x, make_spec(contract), "mean", "allreduce", "auto", False, ef=False,
         algorithm_of=flat_algorithm,
     )  # fmt: skip
     times = times or {"raw": 1.0}
-    auto.ran(eng, choice, times.get(choice.name, 0.1))
+    auto_state.ran(eng, choice, times.get(choice.name, 0.1))
     return choice
 
 
 def settle(eng, x, contract: str, times: dict | None = None):
     """The choice once the key's trials are over, and how many calls they took."""
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto_state
 
-    for calls in range(1, 4 * auto.CODEC.samples * len(auto.CANDIDATES)):
+    for calls in range(1, 4 * auto_state.CODEC.samples * len(auto_state.CANDIDATES)):
         choice = decide(eng, x, contract, times)
         if observed_entry(eng).kept is not None:
             return choice, calls
@@ -381,15 +381,15 @@ def settle(eng, x, contract: str, times: dict | None = None):
 
 
 def observed_entry(eng):
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto_state
 
-    (entry,) = auto.observed(eng).keys.values()
+    (entry,) = auto_state.observed(eng).keys.values()
     return entry
 
 
 @pytest.mark.parametrize("contract", ["auto:rel:1e-3", "auto:rel:3e-2", "auto:abs:1e-2"])
 def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) -> None:
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto, auto_state
 
     eng = lone_engine(125e6)  # 1 Gbit/s: compressing pays
     full = []
@@ -397,7 +397,10 @@ def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) ->
     monkeypatch.setattr(auto, "local_figures", lambda *a: full.append(1) or real(*a))
     x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
     first, calls = settle(eng, x, contract)
-    assert first.name != "raw" and len(full) == calls <= (auto.TRIED + 1) * auto.CODEC.samples + 1
+    assert (
+        first.name != "raw"
+        and len(full) == calls <= (auto.TRIED + 1) * auto_state.CODEC.samples + 1
+    )
     for _ in range(observed_entry(eng).keep):
         assert decide(eng, x, contract) == first
     assert len(full) == calls
@@ -416,14 +419,14 @@ def test_a_kept_decision_skips_the_model_until_refresh(contract, monkeypatch) ->
 def test_the_kept_candidate_is_the_fastest_measured(times, kept) -> None:
     """On a link where the model predicts compression pays, the kept candidate follows the
     times alone; a compressed one must beat raw by MARGIN."""
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto_state
 
     eng = lone_engine(125e6)
     x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
     choice, _ = settle(eng, x, "auto:rel:1e-3", times)
     assert (choice.name == "raw") == (kept == "raw")
     entry = observed_entry(eng)
-    assert {len(t) for t in entry.samples.values()} == {auto.CODEC.samples}
+    assert {len(t) for t in entry.samples.values()} == {auto_state.CODEC.samples}
     assert "raw" in entry.times()
 
 
@@ -432,9 +435,9 @@ def test_trials_start_with_raw_then_follow_the_model_and_skip_the_hopeless() -> 
     link that call measured (the first call's ranking, made on a guess of the link, finds
     every codec hopeless here), then each of raw and the TRIED best others in turns in the
     model's order; bf16 is hopeless."""
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto, auto_state
 
-    entry = auto.Seen(7)
+    entry = auto_state.Seen(7)
     guess = [("raw", 0.1), ("ebq_fast", 1.0), ("fp16", 2.0), ("bf16", 9.0)]
     measured = [("ebq_fast", 1.0), ("fp16", 2.0), ("raw", 3.0), ("bf16", 9.0)]
     order = []
@@ -476,9 +479,9 @@ def test_raw_alone_in_the_running_is_kept_ever_longer() -> None:
     """Where the model found every codec hopeless (a tiny message on a fast link) raw is the
     only candidate timed, and nothing but the full decision is repeated: its interval doubles
     while it keeps raw, up to max_keep, rather than a decision every keep calls."""
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto_state
 
-    seen, knobs = auto.Seen(7), auto.CODEC
+    seen, knobs = auto_state.Seen(7), auto_state.CODEC
     intervals = []
     for _ in range(10):
         seen.decide({"raw": 3e-6})
@@ -490,33 +493,33 @@ def test_raw_alone_in_the_running_is_kept_ever_longer() -> None:
 
 
 def test_a_changed_decision_is_kept_for_the_first_interval_again() -> None:
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto_state
 
-    seen = auto.Seen(7)
+    seen = auto_state.Seen(7)
     for name in ("raw", "raw", "raw"):
         seen.decide({name: 1.0})
-    assert seen.keep == 4 * auto.CODEC.keep
+    assert seen.keep == 4 * auto_state.CODEC.keep
     seen.decide({"ebq_fast": 1.0})
     assert (seen.keep, seen.last, seen.since, seen.kept) == (
-        auto.CODEC.keep,
+        auto_state.CODEC.keep,
         "ebq_fast",
         0,
         "ebq_fast",
     )
     for _ in range(20):
         seen.decide({"ebq_fast": 1.0})
-    assert seen.keep == auto.CODEC.max_keep
+    assert seen.keep == auto_state.CODEC.max_keep
 
 
 def test_a_pick_not_kept_does_not_lengthen_the_next_keep() -> None:
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto_state
 
-    seen = auto.Seen(7)
+    seen = auto_state.Seen(7)
     for _ in range(5):  # e.g. a link not measured yet: decided in full, never kept
         seen.decide({"raw": 1.0}, hold=lambda pick: False)
-    assert (seen.keep, seen.kept, seen.last) == (auto.CODEC.keep, None, None)
+    assert (seen.keep, seen.kept, seen.last) == (auto_state.CODEC.keep, None, None)
     seen.decide({"raw": 1.0})
-    assert (seen.keep, seen.kept) == (auto.CODEC.keep, "raw")
+    assert (seen.keep, seen.kept) == (auto_state.CODEC.keep, "raw")
 
 
 @pytest.mark.parametrize("contract, wide", [("auto:rel:1e-3", True), ("auto:rel:3e-2", False)])
@@ -551,9 +554,9 @@ def test_one_rank_takes_raw_without_statistics(monkeypatch) -> None:
 def test_noise_cannot_make_compressing_look_faster() -> None:
     """Of a round's times raw keeps its least, a compressed candidate its most: one lucky
     compressed call beside a slow raw one does not win."""
-    from pycomm.collectives import auto
+    from pycomm.collectives import auto, auto_state
 
-    entry = auto.Seen(7)
+    entry = auto_state.Seen(7)
     entry.plan(("raw", "ebq_fast"))
     for name, seconds in [("ebq_fast", 0.5), ("raw", 1.2), ("ebq_fast", 1.0), ("raw", 1.0)]:
         entry.trial(name)

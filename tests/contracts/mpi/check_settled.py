@@ -5,7 +5,7 @@ skip must not change what the call promises.
    a key called ``WARM`` times before: that rank raises its ValueError/TypeError, every other
    rank ``pycomm.PeerArgumentError``, in the same call; no rank returns data; the next call
    keeps identical bits and the bound. Each codec on its own communicator.
-2. Keys that come and go past ``auto.MAX_KEYS`` (set to 8 here, on every rank): allreduces of
+2. Keys that come and go past ``auto_state.MAX_KEYS`` (set to 8 here, on every rank): allreduces of
    ``auto:rms:1e-2`` over many distinct sizes, with ``send``/``recv`` of the same contract
    between them (the sender records its keys in the same table): identical bits and the bound
    on every call, and no hang (``pycomm.set_timeout(60)``; the launcher's timeout above it).
@@ -20,9 +20,9 @@ from contract import Bound, Sent, check_reduction, digest, inputs
 from mpi4py import MPI
 
 import pycomm
-import pycomm.collectives.auto
+import pycomm.collectives.auto_state
 
-pycomm.collectives.auto.MAX_KEYS = 8
+pycomm.collectives.auto_state.MAX_KEYS = 8
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 WARM = 40

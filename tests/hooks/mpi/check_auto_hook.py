@@ -10,7 +10,7 @@ import torch.distributed as dist
 from check_ddp_hooks import RANK, SIZE, train
 from mpi_helpers import slowed
 
-from pycomm.collectives import auto, reduction
+from pycomm.collectives import auto_state, reduction
 from pycomm.collectives.engine import engine_of
 from pycomm.distributed.hooks import CompressHookState, mpiucc_allreduce_hook, mpiucc_compress_hook
 
@@ -24,7 +24,7 @@ def state_on(link: tuple[float, float] | None, **params) -> CompressHookState:
 
 def kept(state: CompressHookState) -> set:
     """The picks the buckets' keys last kept (None: none kept)."""
-    return {e.last for e in auto.observed(engine_of(state.communicator())).keys.values()}
+    return {e.last for e in auto_state.observed(engine_of(state.communicator())).keys.values()}
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from _check import COMM, RANK, SIZE, everyone, same_everywhere  # noqa: E402
 from mpi_helpers import slowed  # noqa: E402
 
 import pycomm  # noqa: E402
-from pycomm.collectives import auto, calibration, frames, reduction  # noqa: E402
+from pycomm.collectives import auto, auto_state, calibration, frames, reduction  # noqa: E402
 from pycomm.collectives.engine import engine_of  # noqa: E402
 
 # -- spies: the decision of every call, the codec of every frame received --
@@ -62,7 +62,7 @@ SCENARIOS = {
 
 def set_scenario(name: str) -> None:
     """Pin this rank's figures (skewed across ranks on purpose); forget what auto learned."""
-    auto.forget(engine_of(COMM))
+    auto_state.forget(engine_of(COMM))
     latency, bandwidth, slower = SCENARIOS[name](RANK)
     LINK.pin(latency, bandwidth)
     speeds = {k: v * slower if k.startswith("ebq") else v for k, v in SPEEDS.items()}
@@ -204,14 +204,14 @@ def check_reduce_scatter() -> None:
 
 
 #: The most calls a key's measurements take before it keeps a candidate.
-TRIALS = (auto.TRIED + 1) * auto.CODEC.samples + 1
+TRIALS = (auto.TRIED + 1) * auto_state.CODEC.samples + 1
 
 
 def kept_after(calls: int, x: np.ndarray, codec: str) -> str | None:
     """The candidate the key of x keeps after ``calls`` more calls (the same on every rank)."""
     for _ in range(calls):
         pycomm.allreduce(x, codec=codec)
-    kept = {e.kept for e in auto.observed(engine_of(COMM)).keys.values()}  # x's key alone
+    kept = {e.kept for e in auto_state.observed(engine_of(COMM)).keys.values()}  # x's key alone
     assert len(set(COMM.allgather(tuple(sorted(map(str, kept)))))) == 1, "ranks keep apart"
     return kept.pop() if len(kept) == 1 else None
 
@@ -223,16 +223,16 @@ def check_measurement_decides() -> None:
     timings. (The slow paths are emulated: 50 ms more a call.)"""
     set_scenario("slow")
     x = data("normal", 300_000, 3)
-    most = auto.CODEC  # (raw's kept calls are slowed below)
-    auto.CODEC = dataclasses.replace(most, max_keep=64)
+    most = auto_state.CODEC  # (raw's kept calls are slowed below)
+    auto_state.CODEC = dataclasses.replace(most, max_keep=64)
     with slowed(reduction, "run_segments", 0.05):
         assert kept_after(TRIALS, x, "auto:rel:1e-3") == "raw"
-    (entry,) = auto.observed(engine_of(COMM)).keys.values()
+    (entry,) = auto_state.observed(engine_of(COMM)).keys.values()
     try:  # timed again once raw's kept calls have paid for the round (``Chooser.decide``)
         with slowed(reduction.plain, "allreduce", 0.05):
             assert kept_after(entry.keep + TRIALS, x, "auto:rel:1e-3") != "raw"
     finally:
-        auto.CODEC = most
+        auto_state.CODEC = most
 
 
 def check_slower_pick_gives_way() -> None:
@@ -248,11 +248,11 @@ def check_slower_pick_gives_way() -> None:
     with slowed(reduction.plain, "allreduce", 0.05):
         kept = kept_after(TRIALS, x, "auto:rel:1e-3")
     assert kept not in ("raw", None), kept
-    (entry,) = auto.observed(engine_of(COMM)).keys.values()
-    assert entry.keep > auto.CODEC.strikes + 1, entry.keep
+    (entry,) = auto_state.observed(engine_of(COMM)).keys.values()
+    assert entry.keep > auto_state.CODEC.strikes + 1, entry.keep
     samples, runner_up = entry.timed, entry.give_up
     with slowed(reduction, "run_segments", 0.05):
-        now = kept_after(auto.CODEC.strikes + 1, x, "auto:rel:1e-3")
+        now = kept_after(auto_state.CODEC.strikes + 1, x, "auto:rel:1e-3")
     assert now not in (kept, None), now
     assert entry.timed == samples, "timed the candidates again"
     # its time is now what its calls took, past the runner-up's: at least 50 ms once its last
@@ -270,7 +270,7 @@ def check_a_late_rank_is_not_a_slow_candidate() -> None:
         if RANK == SIZE - 1:
             time.sleep(0.03)
         pycomm.allreduce(x, codec="auto:rel:1e-3")
-    (entry,) = auto.observed(engine_of(COMM)).keys.values()
+    (entry,) = auto_state.observed(engine_of(COMM)).keys.values()
     assert len(entry.times()) > 1 and max(entry.times().values()) < 0.02, entry.times()
 
 
@@ -285,7 +285,7 @@ def check_settled_rms_needs_no_statistics() -> None:
     auto.local_statistics = lambda *args: passes.append(1) or real_stats(*args)
     x = data("normal", 40_000, 9)
     with slowed(reduction, "run_segments", 0.05):  # raw measures fastest
-        for _ in range(auto.CODEC.keep + 1):
+        for _ in range(auto_state.CODEC.keep + 1):
             y = pycomm.allreduce(x, codec="auto:rms:1e-2")
             same_everywhere(y, "settled rms")
     del eng.agree
@@ -293,7 +293,7 @@ def check_settled_rms_needs_no_statistics() -> None:
     assert one_decision("settled rms") == "raw"
     compiled += sum(plan.calls for plan in eng.settled.values())
     # the trials and the decision pass over the data; the kept raw calls do not
-    assert len(made) + compiled == auto.CODEC.keep + 1, (made, compiled)
+    assert len(made) + compiled == auto_state.CODEC.keep + 1, (made, compiled)
     assert len(passes) == len(made) - 1 <= TRIALS, (made, passes)
 
 

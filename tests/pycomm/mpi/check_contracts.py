@@ -11,7 +11,7 @@ import numpy as np
 from _check import COMM, RANK, SIZE, everyone, same_everywhere
 
 import pycomm
-from pycomm.collectives import auto
+from pycomm.collectives import auto_state
 from pycomm.collectives.engine import engine_of
 
 pycomm.set_timeout(20)  # the old code hung here: fail, do not wait 1800 s
@@ -29,7 +29,7 @@ def exact_error(got: np.ndarray, inputs: np.ndarray, mean: bool) -> float:
 
 def settle(x: np.ndarray, codec: str) -> None:
     """Call until auto keeps its decision (raw here: shared memory is fast)."""
-    for _ in range(3 * auto.CODEC.keep):
+    for _ in range(3 * auto_state.CODEC.keep):
         pycomm.allreduce(x, codec=codec)
 
 
@@ -37,7 +37,7 @@ def check_tables_out_of_step() -> None:
     """Case 2: a key table cleared on one rank alone (point-to-point sends fill it there)."""
     x = np.random.default_rng(RANK).standard_normal(50_000).astype(np.float32)
     settle(x, "auto:rms:1e-2")
-    auto.MAX_KEYS = 4
+    auto_state.MAX_KEYS = 4
     if SIZE > 1:  # rank 0 sends auto frames of new sizes: keys on the sender only
         for n in range(1, 6):
             buf = np.ones(n, np.float32)
@@ -52,7 +52,7 @@ def check_tables_out_of_step() -> None:
         same_everywhere(y, "tables out of step")
         rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
         assert np.abs(y - want).max() <= 1e-2 * rms
-    auto.MAX_KEYS = 4096
+    auto_state.MAX_KEYS = 4096
 
 
 def check_invalid_argument_on_a_settled_path() -> None:

@@ -13,7 +13,7 @@ from mpi4py import MPI
 from mpi_helpers import slowed
 
 import pycomm
-from pycomm.collectives import auto, hot, reduction
+from pycomm.collectives import auto_state, hot, reduction
 from pycomm.collectives.engine import engine_of
 
 pycomm.set_timeout(20)
@@ -38,7 +38,7 @@ def check_same_bits_as_mpi() -> None:
                     COMM.Allreduce(x, want, op=MPI.SUM)
                     if op == "mean":
                         np.divide(want, SIZE, out=want)
-                    for _ in range(3 * auto.CODEC.keep if codec != "none" else 3):
+                    for _ in range(3 * auto_state.CODEC.keep if codec != "none" else 3):
                         before = compiled_calls()
                         got = pycomm.allreduce(x, codec=codec, op=op)
                     same_everywhere(got, f"{codec} {op} {dtype} x{count}")
@@ -136,15 +136,15 @@ def check_tokens_differ() -> None:
     x = np.random.default_rng(RANK).standard_normal(10_000).astype(np.float32)
     codec = "auto:rms:1e-2"
     with slowed(reduction, "run_segments"):
-        for _ in range(3 * auto.CODEC.keep):
+        for _ in range(3 * auto_state.CODEC.keep):
             pycomm.allreduce(x, codec=codec)
-        seen = auto.observed(ENG)
+        seen = auto_state.observed(ENG)
         if RANK == SIZE - 1:
             for entry in seen.keys.values():
                 entry.forget()
         want = everyone(x).astype(np.float64).sum(0)
         rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
-        for _ in range(3 * auto.CODEC.keep):
+        for _ in range(3 * auto_state.CODEC.keep):
             got = pycomm.allreduce(x, codec=codec)
             same_everywhere(got, "tokens differ")
             assert np.abs(got - want).max() <= 1e-2 * rms
@@ -158,15 +158,15 @@ def check_raw_measured_slower() -> None:
     than raw's calls take (alike on every rank, as an agreed trial would leave it): the next
     call hands back to Python with its agreement, every rank keeps the runner-up, the same
     bits everywhere, within the bound."""
-    auto.forget(ENG)  # what auto learned (the codecs measured slow above) forgotten
+    auto_state.forget(ENG)  # what auto learned (the codecs measured slow above) forgotten
     x = np.random.default_rng(RANK + 7).standard_normal(12_000).astype(np.float32)
     codec = "auto:rms:1e-2"
     ENG.link.pin(50e-6, 125e6)  # a slow link: the model has codecs tried
     with slowed(reduction, "run_segments"):  # and they measure slower than raw
-        for _ in range(3 * auto.CODEC.keep):
+        for _ in range(3 * auto_state.CODEC.keep):
             pycomm.allreduce(x, codec=codec)
     ENG.link.pin(None)
-    (entry,) = auto.observed(ENG).keys.values()
+    (entry,) = auto_state.observed(ENG).keys.values()
     plan = entry.compiled
     entry.reclaim()  # the Python side owns the key's state while it changes it
     times = entry.times()
@@ -190,11 +190,11 @@ def check_feedback_on_the_compiled_path() -> None:
     empty; a residual that holds values goes to Python, which sends it along exactly and
     empties it; a call handed back (one rank forgot the key) gets the residual there; one
     rank's residual of the wrong size raises there, and on the others (compiled) too."""
-    auto.forget(ENG)
+    auto_state.forget(ENG)
     x = np.random.default_rng(RANK + 11).standard_normal(10_000).astype(np.float32)
     feedback, codec = pycomm.ErrorFeedback(np.zeros_like(x)), "auto:rms:1e-2"
     with slowed(reduction, "run_segments"):
-        for _ in range(3 * auto.CODEC.keep):
+        for _ in range(3 * auto_state.CODEC.keep):
             pycomm.allreduce(x, codec=codec, residual=feedback)
     rms = max(float(np.sqrt(np.mean(v.astype(np.float64) ** 2))) for v in everyone(x))
 
@@ -215,11 +215,11 @@ def check_feedback_on_the_compiled_path() -> None:
         within(pycomm.allreduce(x, codec=codec, residual=feedback), x + 0.25, "residual sent")
         assert len(python) == 1 and feedback.worker_zero and not feedback.worker.any()
         if RANK == SIZE - 1:
-            for entry in auto.observed(ENG).keys.values():
+            for entry in auto_state.observed(ENG).keys.values():
                 entry.forget()
         within(pycomm.allreduce(x, codec=codec, residual=feedback), x, "handed back")
         assert len(python) == 2, "compiled though the tokens differ"
-        for _ in range(3 * auto.CODEC.keep):  # settled again
+        for _ in range(3 * auto_state.CODEC.keep):  # settled again
             pycomm.allreduce(x, codec=codec, residual=feedback)
         wrong = pycomm.ErrorFeedback(np.zeros(5, np.float32))  # not x's size: on the last rank
         wrong.worker_zero = True
@@ -249,7 +249,7 @@ def check_range_bound_leaves_the_dtype() -> None:
             # either bound (1e-3 x a range of 0.18; 2e-4); a wider sum rounds once, by 1.2e-4
             # at most
             tight = (1000 + rng.uniform(0, 0.18, 5000)).astype(np.float32)
-            for _ in range(3 * auto.CODEC.keep):
+            for _ in range(3 * auto_state.CODEC.keep):
                 pycomm.allreduce(x, codec=codec)
             before = compiled_calls()
             pycomm.allreduce(x, codec=codec)
@@ -286,7 +286,7 @@ def check_every_spelling_one_path() -> None:
     for what, ways in spellings.items():
         ENG.settled.clear()
         with slowed(reduction, "run_segments"):
-            for i in range(3 * auto.CODEC.keep):
+            for i in range(3 * auto_state.CODEC.keep):
                 codec, params = ways[i % len(ways)]
                 pycomm.allreduce(x, codec=codec, **params)
         assert len(ENG.settled) == 1, (what, list(ENG.settled))
