@@ -75,11 +75,12 @@ class Chooser:
     """One key's measured choice among ``names`` (every candidate it may ever take, the
     default first; a round's, in the order to time them, are given to ``new_round``)."""
 
-    __slots__ = ("knobs", "names", "kept", "last", "since", "keep", "trying", "order",
+    __slots__ = ("knobs", "names", "codes", "kept", "last", "since", "keep", "trying", "order",
                  "samples", "worse", "timed", "give_up", "recent")  # fmt: skip
 
     def __init__(self, knobs: Knobs, names: tuple[str, ...]) -> None:
         self.knobs, self.names = knobs, names
+        self.codes = {name: i + 1 for i, name in enumerate(names)}  # in the token; 0: none
         self.recent: deque[float] = deque(maxlen=max(1, knobs.strikes))  # this rank's kept calls
         self.forget()
 
@@ -194,12 +195,11 @@ class Chooser:
     def _token_parts(self) -> tuple[float, float]:
         """The token at since 0 and its step per call of the kept pick, so that the compiled
         path can count calls itself (``compiled_state``)."""
-        index = {name: i + 1 for i, name in enumerate(self.names)}
         span, room = len(self.names) + 1, 2 * self.knobs.max_keep
         value = (self.timed % 1024) * room + self.keep
         value *= room  # since's place, counted by the step
         for part in (self.trying, self.last, self.current()):
-            value = value * span + index.get(part, 0)
+            value = value * span + self.codes.get(part, 0)
         return 1.0 + value, float(span**3)
 
     def compiled_state(self) -> tuple:
