@@ -44,31 +44,16 @@ class Knobs:
     guarded: bool  #: the default's least sample against the others' most (else medians)
 
 
-#: The chooser's policy, one row per kind of choice.
+#: The chooser's policy, one row per kind of choice: codec="auto" (the codec of each kind of
+#: call, raw the default: ``collectives.auto``) and MPIUCC_COLLECTIVES=auto (MPI or UCC per
+#: torch collective and size class, MPI the default: ``distributed.ucc_auto``).
+# fmt: off
 KNOBS = {
-    # codec="auto": the codec of each kind of call (raw first; ``collectives.auto``)
-    "codec": Knobs(
-        samples=2,
-        warmup=0,
-        keep=16,
-        max_keep=1024,
-        recheck_share=0.02,
-        strikes=3,
-        margin=0.9,
-        guarded=True,
-    ),  # fmt: skip
-    # MPIUCC_COLLECTIVES=auto: MPI or UCC per torch collective and size class (``ucc_auto``)
-    "library": Knobs(
-        samples=3,
-        warmup=1,
-        keep=64,
-        max_keep=4096,
-        recheck_share=0.0,
-        strikes=0,
-        margin=1.0,
-        guarded=False,
-    ),  # fmt: skip
+    #                samples warmup keep  max_keep recheck_share strikes margin guarded
+    "codec":   Knobs(2,      0,     16,   1024,    0.02,         3,      0.9,   True),
+    "library": Knobs(3,      1,     64,   4096,    0.0,          0,      1.0,   False),
 }
+# fmt: on
 
 
 class Chooser:

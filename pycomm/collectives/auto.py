@@ -158,11 +158,14 @@ def _sent(call: _Call, entry: Seen, kept: str | None, any_data: bool) -> dict:
     a full decision is due, this rank's figures."""
     token = entry.token()
     elapsed = entry.elapsed if entry.trying else entry.kept_time() if kept else 0.0
+    sent = dict(token=token, neg_token=-token, elapsed=elapsed)
     if any_data:
-        stats, figures = local_range(call.a, call.source, call.residual), ()
-    else:
-        stats, figures = call.statistics(), () if kept else call.figures()
-    return dict(token=token, neg_token=-token, elapsed=elapsed, statistics=stats, figures=figures)
+        sent["statistics"] = local_range(call.a, call.source, call.residual)
+        return sent
+    sent["statistics"] = call.statistics()
+    if not kept:
+        sent["figures"] = call.figures()
+    return sent
 
 
 def _decide_again(entry: Seen, kept: str | None, agreed: np.void) -> bool:

@@ -205,8 +205,7 @@ class Engine:
         doubles, record = agreement.blank()
         record["settings"], record["neg_settings"] = settings, -settings
         for name, value in fields.items():
-            if np.size(value):  # () : the field stays zero
-                record[name] = value
+            record[name] = value
         t0 = time.perf_counter()
         self._reduce_max(doubles, what)
         took = time.perf_counter() - t0

@@ -42,7 +42,7 @@ from pycomm.collectives.plan import (
 from pycomm.collectives.requests import Request
 from pycomm.collectives.ring import Ring, host_framer
 from pycomm.collectives.source import Source
-from pycomm.collectives.spec import CodecSpec, make_spec, normal_spec
+from pycomm.collectives.spec import CodecSpec, normal_spec
 from pycomm.collectives.stats import CommStats, check_stats
 from pycomm.collectives.twophase import TwoPhase
 
@@ -243,7 +243,7 @@ def _checked(
     """The arguments, checked; an invalid one raises here and on every other rank."""
     try:
         check_stats(stats)
-        spec = make_spec(codec, **params)
+        spec = normal_spec(codec, params)  # the compiled path's kind names this object
         a = as_array(x)
         check_reducible(a)
         check_op(op)
@@ -427,7 +427,7 @@ def _scatter_checked(
     size = comm.Get_size()
     try:
         check_stats(stats)
-        spec = make_spec(codec, **params)
+        spec = normal_spec(codec, params)  # the compiled path's kind names this object
         a = as_array(x)
         check_reducible(a)
         check_op(op)
